@@ -1,0 +1,189 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Env is the control plane shared by the tests of one test binary.
+type Env struct {
+	Cluster *Cluster
+	Config  *rest.Config
+	Client  client.Client
+	Scheme  *runtime.Scheme
+	// RepoRoot is the repository checkout the tests run from.
+	RepoRoot string
+}
+
+// TestOptions configure Main.
+type TestOptions struct {
+	// UpstreamCRDs installs the Argo CD, Flux, Rollouts, Kargo and CSI CRDs.
+	UpstreamCRDs bool
+	// KickCRDs installs KICK's own CRDs from deploy/crds.
+	KickCRDs bool
+	// AddToScheme registers further types with Env.Scheme.
+	AddToScheme []func(*runtime.Scheme) error
+	// Nodes is the number of kwok nodes (default 1).
+	Nodes int
+}
+
+var shared *Env
+
+// Main starts one control plane for the test binary, runs the tests and
+// stops it. A control plane that cannot start fails the run: integration
+// tests are never skipped silently. Binaries come from $KICK_K8S_BIN, else
+// bin/k8s in the repository.
+func Main(m *testing.M, opts TestOptions) {
+	os.Exit(runMain(m, opts))
+}
+
+func runMain(m *testing.M, opts TestOptions) int {
+	root, err := RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "integration:", err)
+		return 1
+	}
+	binDir := os.Getenv("KICK_K8S_BIN")
+	if binDir == "" {
+		binDir = filepath.Join(root, "bin", "k8s")
+	}
+	var crdDirs []string
+	if opts.KickCRDs {
+		crdDirs = append(crdDirs, filepath.Join(root, "deploy", "crds"))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	started := time.Now()
+	c, err := Start(ctx, Options{BinDir: binDir, Nodes: opts.Nodes, UpstreamCRDs: opts.UpstreamCRDs, CRDDirs: crdDirs})
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "integration: the local control plane did not start:", err)
+		return 1
+	}
+	defer c.Stop()
+	fmt.Fprintf(os.Stderr, "integration: control plane ready in %s (%s)\n", time.Since(started).Round(time.Millisecond), c.Config.Host)
+
+	scheme := runtime.NewScheme()
+	adders := append([]func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme}, opts.AddToScheme...)
+	for _, add := range adders {
+		if err := add(scheme); err != nil {
+			fmt.Fprintln(os.Stderr, "integration: scheme:", err)
+			return 1
+		}
+	}
+	cl, err := client.New(c.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "integration: client:", err)
+		return 1
+	}
+	shared = &Env{Cluster: c, Config: c.Config, Client: cl, Scheme: scheme, RepoRoot: root}
+	code := m.Run()
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "integration: tests failed; component logs were in %s\n", c.LogDir())
+	}
+	return code
+}
+
+// Get returns the shared environment; it fails the test when Main did not
+// start one.
+func Get(t testing.TB) *Env {
+	t.Helper()
+	if shared == nil {
+		t.Fatal("no control plane: call cluster.Main from TestMain")
+	}
+	return shared
+}
+
+var nonName = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// Namespace creates a fresh namespace for the test and deletes it when the
+// test ends. When the test failed it first prints the namespace's events and
+// the tail of every component log.
+func (e *Env) Namespace(t testing.TB) string {
+	t.Helper()
+	base := nonName.ReplaceAllString(strings.ToLower(t.Name()), "-")
+	if len(base) > 40 {
+		base = base[:40]
+	}
+	suffix := make([]byte, 3)
+	_, _ = rand.Read(suffix)
+	name := strings.Trim(base, "-") + "-" + hex.EncodeToString(suffix)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := e.Client.Create(context.Background(), ns); err != nil {
+		t.Fatalf("create namespace %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			e.DumpNamespace(t, name)
+		}
+		_ = e.Client.Delete(context.Background(), ns)
+	})
+	return name
+}
+
+// DumpNamespace logs the events of a namespace and the component logs.
+func (e *Env) DumpNamespace(t testing.TB, namespace string) {
+	t.Helper()
+	var events corev1.EventList
+	if err := e.Client.List(context.Background(), &events, client.InNamespace(namespace)); err == nil {
+		var b strings.Builder
+		for _, ev := range events.Items {
+			fmt.Fprintf(&b, "%s %s/%s %s: %s\n", ev.LastTimestamp.Format(time.RFC3339), ev.InvolvedObject.Kind, ev.InvolvedObject.Name, ev.Reason, ev.Message)
+		}
+		t.Logf("events in %s:\n%s", namespace, b.String())
+	}
+	t.Logf("component logs:\n%s", e.Cluster.LogTails(4000))
+}
+
+// Eventually polls cond every interval until it returns true or timeout
+// passes, then fails the test with the last error cond reported.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		last = err
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// RepoRoot finds the directory holding the repository's go.mod.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.Contains(string(data), "module github.com/kick-operator/kick\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod of github.com/kick-operator/kick above the working directory")
+		}
+		dir = parent
+	}
+}

@@ -50,6 +50,16 @@ if ! fresh etcd "$ETCD_VERSION"; then
   stamp etcd "$ETCD_VERSION"
 fi
 
+# kube_ldflags stamps the version so clients such as kubectl can parse it.
+kube_ldflags() {
+  local minor
+  minor=$(echo "$K8S_VERSION" | cut -d. -f2)
+  printf '%s' "-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION" \
+    " -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor" \
+    " -X k8s.io/component-base/version.gitTreeState=clean" \
+    " -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION"
+}
+
 # kube-apiserver, kube-controller-manager, kube-scheduler ----------------
 kube_bins=(kube-apiserver kube-controller-manager kube-scheduler)
 need_kube=false
@@ -57,15 +67,16 @@ for b in "${kube_bins[@]}"; do fresh "$b" "$K8S_VERSION" || need_kube=true; done
 if $need_kube; then
   log "building kube-apiserver, kube-controller-manager, kube-scheduler $K8S_VERSION"
   log "  (10-20 minutes on 2 cores the first time; cached in $out afterwards)"
-  minor=$(echo "$K8S_VERSION" | cut -d. -f2)
-  ld="-s -w"
-  ld+=" -X k8s.io/component-base/version.gitVersion=$K8S_VERSION"
-  ld+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
-  ld+=" -X k8s.io/component-base/version.gitTreeState=clean"
-  ld+=" -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION"
-  (cd "$here/kube" && timed go build -trimpath -ldflags "$ld" -o "$out/" \
+  (cd "$here/kube" && timed go build -trimpath -ldflags "$(kube_ldflags)" -o "$out/" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler)
   for b in "${kube_bins[@]}"; do stamp "$b" "$K8S_VERSION"; done
+fi
+
+# kubectl, for the demo and the tests that drive the cluster the way people do
+if ! fresh kubectl "$K8S_VERSION"; then
+  log "building kubectl $K8S_VERSION (a few minutes, once; cached in $out)"
+  (cd "$here/kube" && timed go build -trimpath -ldflags "$(kube_ldflags)" -o "$out/kubectl" k8s.io/kubernetes/cmd/kubectl)
+  stamp kubectl "$K8S_VERSION"
 fi
 
 # kwok and its stage definitions ----------------------------------------

@@ -5,6 +5,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -114,6 +115,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := c.allocatePorts(); err != nil {
 		return nil, err
 	}
+	if err := c.writePorts(); err != nil {
+		return nil, err
+	}
 	p, err := writePKI(filepath.Join(c.Dir, "pki"))
 	if err != nil {
 		return nil, fmt.Errorf("certificates: %w", err)
@@ -163,6 +167,16 @@ func (c *Cluster) allocatePorts() error {
 		c.ports[name] = port
 	}
 	return nil
+}
+
+// writePorts records the ports in Dir/ports.json so other tools (and the
+// tests that check nothing is left listening) can find them.
+func (c *Cluster) writePorts() error {
+	data, err := json.MarshalIndent(c.ports, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(c.Dir, "ports.json"), data, 0o644)
 }
 
 // Ports lists the TCP ports the components listen on, by component name.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -186,4 +187,41 @@ func RepoRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// Binary returns the path of one of the repository's commands (kick-manager,
+// kubectl-kick, kick-devcluster): from $KICK_BIN when `make build` put it
+// there, else built into a temporary directory for this test run.
+func Binary(t testing.TB, name string) string {
+	t.Helper()
+	if dir := os.Getenv("KICK_BIN"); dir != "" {
+		path := filepath.Join(dir, name)
+		if _, err := os.Stat(path); err == nil {
+			return path
+		}
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), name)
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/"+name)
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", name, err, b)
+	}
+	return out
+}
+
+// K8sBinDir is where the control-plane binaries (and kubectl) live.
+func K8sBinDir(t testing.TB) string {
+	t.Helper()
+	if dir := os.Getenv("KICK_K8S_BIN"); dir != "" {
+		return dir
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(root, "bin", "k8s")
 }

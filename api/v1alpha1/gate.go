@@ -1,0 +1,79 @@
+/*
+Copyright 2026 The KICK Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+// GateReason explains the last gate decision of a KickRequest
+// (status.gate.reason). Every value except Allowed holds the restart back.
+type GateReason string
+
+const (
+	// GateAllowed: every gate passed; the restart may run.
+	GateAllowed GateReason = "Allowed"
+
+	// GateOutsideSchedule: the time is outside a native window or an Argo CD
+	// sync window, or inside a Deny window.
+	GateOutsideSchedule GateReason = "OutsideSchedule"
+	// GateMinIntervalNotElapsed: the target was restarted less than
+	// restart.minInterval ago.
+	GateMinIntervalNotElapsed GateReason = "MinIntervalNotElapsed"
+	// GateSuspended: the selecting KickPolicy is suspended.
+	GateSuspended GateReason = "Suspended"
+	// GateNotSelected: no KickPolicy in the namespace selects the target.
+	GateNotSelected GateReason = "NotSelected"
+	// GateAmbiguousPolicy: more than one KickPolicy selects the target.
+	GateAmbiguousPolicy GateReason = "AmbiguousPolicy"
+	// GateConfigurationError: the policy or a sync window cannot be used as
+	// written (for example an unknown time zone or unparsable window).
+	GateConfigurationError GateReason = "ConfigurationError"
+
+	// GateOwnerUnknown: no GitOps owner could be resolved.
+	GateOwnerUnknown GateReason = "OwnerUnknown"
+	// GateAmbiguousOwner: more than one GitOps owner (or Kargo stage) matched.
+	GateAmbiguousOwner GateReason = "AmbiguousOwner"
+	// GateOwnerOutOfSync: the owning application is not in sync with Git.
+	GateOwnerOutOfSync GateReason = "OwnerOutOfSync"
+	// GateOwnerReconciling: the owner is still applying its desired state.
+	GateOwnerReconciling GateReason = "OwnerReconciling"
+	// GateOwnerSuspended: the owning Flux object has spec.suspend set.
+	GateOwnerSuspended GateReason = "OwnerSuspended"
+	// GatePromotionRunning: a Kargo Promotion for the authorised Stage is
+	// still running.
+	GatePromotionRunning GateReason = "PromotionRunning"
+	// GateProjectUnknown: the Argo CD AppProject of the owner cannot be read.
+	GateProjectUnknown GateReason = "ProjectUnknown"
+	// GateProviderUnavailable: the GitOps provider could not be queried or
+	// is not enabled.
+	GateProviderUnavailable GateReason = "ProviderUnavailable"
+)
+
+// Blocks reports whether the reason holds a restart back.
+func (r GateReason) Blocks() bool { return r != GateAllowed }
+
+// WaitingPhase is the KickRequest phase that shows a restart held back for
+// this reason. It returns "" for Allowed.
+func (r GateReason) WaitingPhase() KickRequestPhase {
+	switch r {
+	case GateAllowed:
+		return ""
+	case GateOwnerUnknown, GateAmbiguousOwner:
+		return PhaseWaitingForOwner
+	case GateOwnerOutOfSync, GateOwnerReconciling, GateOwnerSuspended:
+		return PhaseWaitingForApplicationSync
+	default:
+		return PhaseWaitingForGate
+	}
+}

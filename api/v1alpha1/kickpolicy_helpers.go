@@ -1,0 +1,62 @@
+/*
+Copyright 2026 The KICK Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import "time"
+
+// DefaultMinInterval is restart.minInterval when the field is absent.
+const DefaultMinInterval = 30 * time.Second
+
+// EffectiveProvider returns the GitOps provider in force, None when unset.
+func (s *KickPolicySpec) EffectiveProvider() GitOpsProvider {
+	if s == nil || s.GitOps == nil || s.GitOps.Provider == "" {
+		return ProviderNone
+	}
+	return s.GitOps.Provider
+}
+
+// RequiresReconciled reports whether the GitOps owner must be reconciled
+// before a restart. It defaults to true and is false for provider None.
+func (s *KickPolicySpec) RequiresReconciled() bool {
+	if s.EffectiveProvider() == ProviderNone {
+		return false
+	}
+	if s.GitOps.RequireReconciled == nil {
+		return true
+	}
+	return *s.GitOps.RequireReconciled
+}
+
+// EffectiveMinInterval returns restart.minInterval, 30s when unset and
+// never negative.
+func (s *KickPolicySpec) EffectiveMinInterval() time.Duration {
+	if s == nil || s.Restart == nil || s.Restart.MinInterval == nil {
+		return DefaultMinInterval
+	}
+	if d := s.Restart.MinInterval.Duration; d > 0 {
+		return d
+	}
+	return 0
+}
+
+// EffectiveTimeZone returns the window's time zone name, UTC when unset.
+func (w *ScheduleWindow) EffectiveTimeZone() string {
+	if w.TimeZone == "" {
+		return "UTC"
+	}
+	return w.TimeZone
+}

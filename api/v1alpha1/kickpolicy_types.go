@@ -1,0 +1,240 @@
+/*
+Copyright 2026 The KICK Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// KickPolicySpec decides which workloads KICK manages in its namespace, which
+// of their dependencies may trigger a restart, and when a restart may run.
+type KickPolicySpec struct {
+	// Discovery narrows the workloads and dependencies the policy covers.
+	// Leaving it out covers every supported workload and every dependency
+	// they consume.
+	// +optional
+	Discovery *DiscoverySpec `json:"discovery,omitempty"`
+
+	// Schedule holds KICK's own cron windows. Leaving it out allows restarts
+	// at any time (subject to the GitOps gate).
+	// +optional
+	Schedule *ScheduleSpec `json:"schedule,omitempty"`
+
+	// GitOps chooses the GitOps tool whose ownership and sync state must
+	// allow a restart. Leaving it out means provider None: no GitOps gate.
+	// +optional
+	// +kubebuilder:default={}
+	GitOps *GitOpsSpec `json:"gitOps,omitempty"`
+
+	// Restart tunes how often a workload may be restarted.
+	// +optional
+	// +kubebuilder:default={}
+	Restart *RestartSpec `json:"restart,omitempty"`
+
+	// Suspend stops the policy from starting restarts without deleting it.
+	// Requests that are waiting stay open and continue once it is unset.
+	// +optional
+	// +kubebuilder:default=false
+	Suspend bool `json:"suspend,omitempty"`
+
+	// DryRun evaluates gates and freshness as usual but never patches a
+	// workload: the KickRequest ends in phase DryRun, with the decision in
+	// its conditions.
+	// +optional
+	// +kubebuilder:default=false
+	DryRun bool `json:"dryRun,omitempty"`
+}
+
+// DiscoverySpec scopes a policy with two label selectors. An omitted or empty
+// selector matches everything on its side.
+type DiscoverySpec struct {
+	// WorkloadSelector picks the workloads (Deployments, StatefulSets,
+	// DaemonSets, Rollouts) this policy may restart, by their labels.
+	// +optional
+	WorkloadSelector *metav1.LabelSelector `json:"workloadSelector,omitempty"`
+
+	// DependencySelector picks, by their labels, the consumed Secrets and
+	// ConfigMaps whose changes count. Dependencies outside it are ignored,
+	// both as triggers and in the freshness check.
+	// +optional
+	DependencySelector *metav1.LabelSelector `json:"dependencySelector,omitempty"`
+}
+
+// ScheduleSpec is KICK's native time gate. It needs no GitOps tool.
+type ScheduleSpec struct {
+	// Windows are cron-started time ranges. A restart may run when the
+	// current time lies in at least one Allow window and in no Deny window;
+	// Deny wins over Allow. With only Deny windows nothing is ever allowed,
+	// so add an Allow window that covers the rest of the time.
+	// An empty list places no limit.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Windows []ScheduleWindow `json:"windows,omitempty"`
+}
+
+// WindowType says whether a window permits or forbids restarts.
+// +kubebuilder:validation:Enum=Allow;Deny
+type WindowType string
+
+const (
+	// WindowAllow permits restarts while the window is open.
+	WindowAllow WindowType = "Allow"
+	// WindowDeny forbids restarts while the window is open.
+	WindowDeny WindowType = "Deny"
+)
+
+// ScheduleWindow is a time range that opens at every cron match and stays
+// open for Duration.
+type ScheduleWindow struct {
+	// Type is Allow or Deny.
+	// +required
+	Type WindowType `json:"type"`
+
+	// Cron is a standard five-field cron expression (minute, hour,
+	// day-of-month, month, day-of-week) giving the moments the window opens,
+	// for example "0 2 * * *" for 02:00 every day. Descriptors such as
+	// "@daily" and a seconds field are not accepted.
+	// +required
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="self.matches(r'^\\s*\\S+(\\s+\\S+){4}\\s*$')",message="cron must have exactly 5 fields (minute hour day-of-month month day-of-week), e.g. \"0 2 * * *\""
+	Cron string `json:"cron"`
+
+	// Duration is how long the window stays open after each start, as a
+	// positive Go duration such as "30m" or "1h30m".
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="duration must be a positive Go duration such as \"30m\" or \"1h30m\" (units ns, us, ms, s, m, h)"
+	Duration string `json:"duration"`
+
+	// TimeZone is the IANA time zone the cron expression is read in, for
+	// example "Europe/Berlin". An unknown zone marks the policy Ready=False.
+	// +optional
+	// +kubebuilder:default=UTC
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_+\-]+(/[A-Za-z0-9_+\-]+)*$`
+	TimeZone string `json:"timeZone,omitempty"`
+}
+
+// GitOpsProvider names the GitOps tool that gates restarts.
+type GitOpsProvider string
+
+const (
+	// ProviderNone: no GitOps gate; only the native schedule applies.
+	ProviderNone GitOpsProvider = "None"
+	// ProviderAuto: detect the owning tool (Argo CD or Flux) per workload.
+	ProviderAuto GitOpsProvider = "Auto"
+	// ProviderArgoCD: the owning Argo CD Application must allow the restart.
+	ProviderArgoCD GitOpsProvider = "ArgoCD"
+	// ProviderFlux: the owning Flux Kustomization or HelmRelease must allow it.
+	ProviderFlux GitOpsProvider = "Flux"
+	// ProviderKargo: no Kargo promotion may be running for the authorised
+	// Stage, then the Argo CD gate applies.
+	ProviderKargo GitOpsProvider = "Kargo"
+)
+
+// GitOpsSpec configures the GitOps gate.
+type GitOpsSpec struct {
+	// Provider selects the GitOps tool: None (no gate), Auto (detect Argo CD
+	// or Flux per workload), ArgoCD, Flux, or Kargo. Kargo is never detected
+	// automatically and must be named here.
+	// +optional
+	// +kubebuilder:default=None
+	// +kubebuilder:validation:Enum=None;Auto;ArgoCD;Flux;Kargo
+	Provider GitOpsProvider `json:"provider,omitempty"`
+
+	// RequireReconciled makes KICK wait until the owning GitOps object has
+	// applied its desired state (Argo CD: Synced with no sync running; Flux:
+	// Ready) before restarting. Ignored with provider None.
+	// +optional
+	// +kubebuilder:default=true
+	RequireReconciled *bool `json:"requireReconciled,omitempty"`
+}
+
+// RestartSpec limits restart frequency.
+type RestartSpec struct {
+	// MinInterval is the least time between two restarts of the same
+	// workload, as a Go duration such as "30s" or "5m". A change that arrives
+	// sooner is held and applied once the interval has passed.
+	// +optional
+	// +kubebuilder:default="30s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+)$')",message="minInterval must be a non-negative Go duration such as \"30s\" or \"5m\" (units ns, us, ms, s, m, h)"
+	MinInterval *metav1.Duration `json:"minInterval,omitempty"`
+}
+
+// KickPolicyStatus is written by the policy controller.
+type KickPolicyStatus struct {
+	// ObservedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// MatchedWorkloads counts the workloads the policy currently selects.
+	// +optional
+	MatchedWorkloads int32 `json:"matchedWorkloads"`
+
+	// BlockedWorkloads counts the selected workloads whose restart is
+	// currently held back by a gate.
+	// +optional
+	BlockedWorkloads int32 `json:"blockedWorkloads"`
+
+	// Conditions describe the policy; Ready is False when the policy cannot
+	// be applied as written (for example an unknown time zone).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+}
+
+// KickPolicy tells KICK which workloads in its namespace to restart when a
+// Secret or ConfigMap they consume changes, and which gates a restart must
+// pass.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,shortName=kpol,categories=kick
+// +kubebuilder:printcolumn:name="Provider",type=string,JSONPath=`.spec.gitOps.provider`
+// +kubebuilder:printcolumn:name="Suspended",type=boolean,JSONPath=`.spec.suspend`
+// +kubebuilder:printcolumn:name="Matched",type=integer,JSONPath=`.status.matchedWorkloads`
+// +kubebuilder:printcolumn:name="Blocked",type=integer,JSONPath=`.status.blockedWorkloads`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type KickPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired behaviour.
+	// +optional
+	// +kubebuilder:default={}
+	Spec KickPolicySpec `json:"spec,omitempty"`
+
+	// Status is the observed state.
+	// +optional
+	Status KickPolicyStatus `json:"status,omitempty"`
+}
+
+// KickPolicyList is a list of KickPolicy.
+// +kubebuilder:object:root=true
+type KickPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []KickPolicy `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&KickPolicy{}, &KickPolicyList{})
+}

@@ -1,0 +1,78 @@
+/*
+Copyright 2026 The KICK Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import "testing"
+
+func TestPhaseIsTerminal(t *testing.T) {
+	terminal := map[KickRequestPhase]bool{
+		PhaseSucceeded: true, PhaseNoLongerRequired: true, PhaseFailed: true, PhaseDryRun: true,
+	}
+	for _, p := range AllPhases() {
+		if got := p.IsTerminal(); got != terminal[p] {
+			t.Errorf("%s.IsTerminal() = %v, want %v", p, got, terminal[p])
+		}
+	}
+	if KickRequestPhase("").IsTerminal() {
+		t.Error("the empty phase is not terminal")
+	}
+	for _, p := range TerminalPhases() {
+		if !p.IsTerminal() {
+			t.Errorf("TerminalPhases lists %s", p)
+		}
+	}
+	if len(TerminalPhases()) != len(terminal) {
+		t.Errorf("TerminalPhases has %d entries, want %d", len(TerminalPhases()), len(terminal))
+	}
+}
+
+func TestPhaseIsWaiting(t *testing.T) {
+	for _, p := range AllPhases() {
+		want := p == PhaseWaitingForGate || p == PhaseWaitingForOwner ||
+			p == PhaseWaitingForApplicationSync || p == PhaseWaitingForRollout
+		if got := p.IsWaiting(); got != want {
+			t.Errorf("%s.IsWaiting() = %v, want %v", p, got, want)
+		}
+	}
+}
+
+func TestGateReasonWaitingPhase(t *testing.T) {
+	for r, want := range map[GateReason]KickRequestPhase{
+		GateAllowed:               "",
+		GateOutsideSchedule:       PhaseWaitingForGate,
+		GateMinIntervalNotElapsed: PhaseWaitingForGate,
+		GateSuspended:             PhaseWaitingForGate,
+		GateNotSelected:           PhaseWaitingForGate,
+		GateAmbiguousPolicy:       PhaseWaitingForGate,
+		GateConfigurationError:    PhaseWaitingForGate,
+		GateProjectUnknown:        PhaseWaitingForGate,
+		GateProviderUnavailable:   PhaseWaitingForGate,
+		GatePromotionRunning:      PhaseWaitingForGate,
+		GateOwnerUnknown:          PhaseWaitingForOwner,
+		GateAmbiguousOwner:        PhaseWaitingForOwner,
+		GateOwnerOutOfSync:        PhaseWaitingForApplicationSync,
+		GateOwnerReconciling:      PhaseWaitingForApplicationSync,
+		GateOwnerSuspended:        PhaseWaitingForApplicationSync,
+	} {
+		if got := r.WaitingPhase(); got != want {
+			t.Errorf("%s.WaitingPhase() = %q, want %q", r, got, want)
+		}
+		if r.Blocks() != (r != GateAllowed) {
+			t.Errorf("%s.Blocks() = %v", r, r.Blocks())
+		}
+	}
+}

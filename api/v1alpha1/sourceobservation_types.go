@@ -1,0 +1,141 @@
+/*
+Copyright 2026 The KICK Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SourceKind is a kind of object whose content KICK observes.
+// +kubebuilder:validation:Enum=Secret;ConfigMap;SecretProviderClass
+type SourceKind string
+
+const (
+	SourceSecret    SourceKind = "Secret"
+	SourceConfigMap SourceKind = "ConfigMap"
+	// SourceSecretProviderClass is a Secrets Store CSI class; its content is
+	// the set of object versions its pods report as mounted.
+	SourceSecretProviderClass SourceKind = "SecretProviderClass"
+)
+
+// ObservationClass is how the last recorded observation was classified.
+// +kubebuilder:validation:Enum=Baseline;Relevant
+type ObservationClass string
+
+const (
+	// ObservationBaseline: first sighting; the change time is the source's
+	// last recorded write, not the moment KICK saw it.
+	ObservationBaseline ObservationClass = "Baseline"
+	// ObservationRelevant: the content fingerprint changed; the change time
+	// is when KICK observed it.
+	ObservationRelevant ObservationClass = "Relevant"
+)
+
+// ObservedSource identifies the observed object; its namespace is the
+// namespace of the record.
+type ObservedSource struct {
+	// APIVersion of the source, e.g. v1 or secrets-store.csi.x-k8s.io/v1.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	APIVersion string `json:"apiVersion"`
+	// Kind of the source.
+	// +required
+	Kind SourceKind `json:"kind"`
+	// Name of the source.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// SourceObservationSpec is everything KICK remembers about one source. It
+// never holds source content: only resource versions, a change time and a
+// keyed fingerprint.
+type SourceObservationSpec struct {
+	// Source is the observed object.
+	// +required
+	Source ObservedSource `json:"source"`
+
+	// LastSeenResourceVersion is the resourceVersion of the latest
+	// observation, relevant or not.
+	// +optional
+	LastSeenResourceVersion string `json:"lastSeenResourceVersion,omitempty"`
+
+	// LastRelevantResourceVersion is the resourceVersion at which the
+	// content fingerprint last changed (or was first recorded).
+	// +optional
+	LastRelevantResourceVersion string `json:"lastRelevantResourceVersion,omitempty"`
+
+	// LastRelevantChangeTime is when the current content came to be, with
+	// nanosecond precision: the source's last recorded write for a baseline,
+	// or the moment KICK saw the content change.
+	// +optional
+	LastRelevantChangeTime *NanoTime `json:"lastRelevantChangeTime,omitempty"`
+
+	// RelevantFingerprint is the hex HMAC of the content that matters
+	// (data, type, immutability), keyed with the installation's secret key.
+	// It is never a plain hash of the data.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]*$`
+	RelevantFingerprint string `json:"relevantFingerprint,omitempty"`
+
+	// FingerprintKeyID identifies the key that produced RelevantFingerprint
+	// (not the key itself). When the key changes, fingerprints cannot be
+	// compared and the observer records a new baseline instead of reporting
+	// a change.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	FingerprintKeyID string `json:"fingerprintKeyID,omitempty"`
+
+	// Class is how the observation that last set the relevant fields was
+	// classified.
+	// +optional
+	Class ObservationClass `json:"class,omitempty"`
+}
+
+// SourceObservation is KICK's durable memory of one Secret, ConfigMap or
+// SecretProviderClass, kept in the source's namespace so that changes made
+// while the manager was down are still recognised. The manager owns these
+// objects and rewrites them whole; they have no status.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,shortName=kobs
+// +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.source.kind`
+// +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.spec.source.name`
+// +kubebuilder:printcolumn:name="Changed",type=date,JSONPath=`.spec.lastRelevantChangeTime`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type SourceObservation struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the recorded observation.
+	// +required
+	Spec SourceObservationSpec `json:"spec"`
+}
+
+// SourceObservationList is a list of SourceObservation.
+// +kubebuilder:object:root=true
+type SourceObservationList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []SourceObservation `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&SourceObservation{}, &SourceObservationList{})
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+)
+
+// options are the manager's command-line settings. Defaults follow the
+// configuration reference; the Helm chart and kustomize manifests set them.
+type options struct {
+	metricsAddr        string
+	probeAddr          string
+	leaderElect        bool
+	namespace          string
+	maxConcurrent      int
+	kubeAPIQPS         float64
+	kubeAPIBurst       int
+	rolloutTimeout     time.Duration
+	requestRetention   time.Duration
+	enableArgoCD       bool
+	enableFlux         bool
+	enableKargo        bool
+	enableArgoRollouts bool
+	enableCSI          bool
+	argoCDNamespace    string
+	argoCDAppNSs       stringList
+	webhookDenyCIDRs   prefixList
+	webhookAllowCIDRs  prefixList
+}
+
+func defaultNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return "kick-system"
+}
+
+func (o *options) bind(fs *flag.FlagSet) {
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address the /metrics endpoint binds to; 0 disables it")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz endpoints bind to")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader so only one replica acts (the manifests turn it on)")
+	fs.StringVar(&o.namespace, "namespace", defaultNamespace(), "the manager's own namespace: leader-election lease and fingerprint key Secret live here (default $POD_NAMESPACE, else kick-system)")
+	fs.IntVar(&o.maxConcurrent, "max-concurrent-reconciles", 4, "workers per controller")
+	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 0, "client-side rate limit for API requests per second; 0 leaves it off")
+	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 0, "client-side burst when --kube-api-qps is set")
+	fs.DurationVar(&o.rolloutTimeout, "rollout-timeout", 15*time.Minute, "how long a restart's rollout may take before the request fails")
+	fs.DurationVar(&o.requestRetention, "request-retention", 24*time.Hour, "how long finished KickRequests are kept")
+	fs.BoolVar(&o.enableArgoCD, "enable-argocd", true, "gate on Argo CD Applications and AppProjects (skipped when the CRDs are absent)")
+	fs.BoolVar(&o.enableFlux, "enable-flux", true, "gate on Flux Kustomizations and HelmReleases (skipped when the CRDs are absent)")
+	fs.BoolVar(&o.enableKargo, "enable-kargo", false, "gate on Kargo Stages and Promotions (skipped when the CRDs are absent)")
+	fs.BoolVar(&o.enableArgoRollouts, "enable-argo-rollouts", false, "restart argoproj.io Rollouts (skipped when the CRD is absent)")
+	fs.BoolVar(&o.enableCSI, "enable-csi-integration", false, "observe SecretProviderClassPodStatus for Secrets Store CSI rotation (skipped when the CRD is absent)")
+	fs.StringVar(&o.argoCDNamespace, "argocd-namespace", "argocd", "namespace of the Argo CD control plane")
+	fs.Var(&o.argoCDAppNSs, "argocd-application-namespaces", "comma-separated further namespaces holding Argo CD Applications")
+	o.webhookDenyCIDRs = prefixList{netip.MustParsePrefix("169.254.0.0/16"), netip.MustParsePrefix("fe80::/10")}
+	fs.Var(&o.webhookDenyCIDRs, "webhook-deny-cidrs", "comma-separated CIDRs notification webhooks may never reach (default: link-local, where cloud metadata services live)")
+	fs.Var(&o.webhookAllowCIDRs, "webhook-allow-cidrs", "comma-separated CIDRs notification webhooks are restricted to (default: any not denied)")
+}
+
+func (o *options) validate() error {
+	var errs []error
+	if o.maxConcurrent < 1 {
+		errs = append(errs, fmt.Errorf("--max-concurrent-reconciles must be at least 1, got %d", o.maxConcurrent))
+	}
+	if o.kubeAPIQPS < 0 || o.kubeAPIBurst < 0 {
+		errs = append(errs, errors.New("--kube-api-qps and --kube-api-burst must not be negative"))
+	}
+	if o.rolloutTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--rollout-timeout must be positive, got %s", o.rolloutTimeout))
+	}
+	if o.requestRetention <= 0 {
+		errs = append(errs, fmt.Errorf("--request-retention must be positive, got %s", o.requestRetention))
+	}
+	if o.namespace == "" {
+		errs = append(errs, errors.New("--namespace must not be empty"))
+	}
+	return errors.Join(errs...)
+}
+
+// stringList is a comma-separated flag value.
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+
+func (s *stringList) Set(v string) error {
+	*s = nil
+	for _, part := range strings.Split(v, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			*s = append(*s, part)
+		}
+	}
+	return nil
+}
+
+// prefixList is a comma-separated list of CIDRs.
+type prefixList []netip.Prefix
+
+func (p *prefixList) String() string {
+	parts := make([]string, len(*p))
+	for i, pr := range *p {
+		parts[i] = pr.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+func (p *prefixList) Set(v string) error {
+	*p = nil
+	for _, part := range strings.Split(v, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		pr, err := netip.ParsePrefix(part)
+		if err != nil {
+			return fmt.Errorf("%q is not a CIDR such as 10.0.0.0/8: %w", part, err)
+		}
+		*p = append(*p, pr.Masked())
+	}
+	return nil
+}

@@ -1,0 +1,16 @@
+package main
+
+// The manager's cluster permissions, generated into deploy/rbac by
+// `make generate`. Least privilege: read sources, patch only the workload
+// kinds KICK restarts, own its CRDs, events and the leader-election lease.
+// Optional integrations (Argo CD, Flux, Kargo, Rollouts, CSI) get their read
+// rules from the Helm chart only when enabled.
+
+// +kubebuilder:rbac:groups=kick.corewire.io,resources=kickpolicies;kickrequests;notificationpolicies;sourceobservations,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=kick.corewire.io,resources=kickpolicies/status;kickrequests/status;notificationpolicies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=apps,resources=replicasets;controllerrevisions,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete

@@ -65,7 +65,7 @@ var requiredFiles = []string{"etcd", "kube-apiserver", "kube-controller-manager"
 
 // Start brings the control plane up and returns once a Deployment can become
 // Available on a kwok node. On error everything started so far is stopped.
-func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
+func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if opts.Nodes <= 0 {
 		opts.Nodes = 1
 	}
@@ -82,7 +82,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			return nil, fmt.Errorf("missing upstream CRDs in %s/crds: run `make control-plane`", opts.BinDir)
 		}
 	}
-	c = &Cluster{opts: opts, ports: map[string]int{}}
+	c := &Cluster{opts: opts, ports: map[string]int{}}
 	if opts.Dir == "" {
 		if c.Dir, err = os.MkdirTemp("", "kick-devcluster-"); err != nil {
 			return nil, err
@@ -106,9 +106,10 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	defer func() {
 		if err != nil {
-			err = fmt.Errorf("%w\n%s", err, c.LogTails(3000))
+			if tails := c.LogTails(3000); tails != "" {
+				err = fmt.Errorf("%w\n%s", err, tails)
+			}
 			c.Stop()
-			c = nil
 		}
 	}()
 

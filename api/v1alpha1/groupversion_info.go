@@ -17,18 +17,30 @@ limitations under the License.
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
 	// GroupVersion is the group and version of every kind in this package.
 	GroupVersion = schema.GroupVersion{Group: "kick.corewire.io", Version: "v1alpha1"}
 
-	// SchemeBuilder collects the kinds of this package; each *_types.go file
-	// registers its kinds from init.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	// SchemeBuilder registers the kinds of this package with a scheme.
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds every kind of this package to a runtime.Scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
+
+	// knownTypes is filled by the init function of each *_types.go file.
+	knownTypes []runtime.Object
 )
+
+// register records kinds for addKnownTypes; called from init.
+func register(objs ...runtime.Object) { knownTypes = append(knownTypes, objs...) }
+
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, knownTypes...)
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

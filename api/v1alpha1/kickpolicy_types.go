@@ -236,5 +236,5 @@ type KickPolicyList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&KickPolicy{}, &KickPolicyList{})
+	register(&KickPolicy{}, &KickPolicyList{})
 }

@@ -231,5 +231,5 @@ type KickRequestList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&KickRequest{}, &KickRequestList{})
+	register(&KickRequest{}, &KickRequestList{})
 }

@@ -338,5 +338,5 @@ type NotificationPolicyList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&NotificationPolicy{}, &NotificationPolicyList{})
+	register(&NotificationPolicy{}, &NotificationPolicyList{})
 }

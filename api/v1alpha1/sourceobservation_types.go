@@ -137,5 +137,5 @@ type SourceObservationList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&SourceObservation{}, &SourceObservationList{})
+	register(&SourceObservation{}, &SourceObservationList{})
 }

@@ -77,10 +77,10 @@ type DiscoverySpec struct {
 // ScheduleSpec is KICK's native time gate. It needs no GitOps tool.
 type ScheduleSpec struct {
 	// Windows are cron-started time ranges. A restart may run when the
-	// current time lies in at least one Allow window and in no Deny window;
-	// Deny wins over Allow. With only Deny windows nothing is ever allowed,
-	// so add an Allow window that covers the rest of the time.
-	// An empty list places no limit.
+	// current time lies in no Deny window and, if any Allow window is
+	// defined, in at least one Allow window; Deny wins over Allow. With only
+	// Deny windows, restarts may run at any time outside them. An empty list
+	// places no limit.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=32

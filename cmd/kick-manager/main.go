@@ -10,11 +10,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/restart/observe"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -61,8 +64,22 @@ func run() error {
 		}
 	}
 
+	// The fingerprint key must exist before the cache starts: the cache
+	// transform replaces Secret and ConfigMap data with keyed fingerprints.
+	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	ctx := ctrl.SetupSignalHandler()
+	key, err := observe.EnsureKey(ctx, direct, opts.namespace)
+	if err != nil {
+		return err
+	}
+	keys := observe.NewFingerprinter(key)
+
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
+		Cache:                         cache.Options{ByObject: observe.NewCacheOptions(keys)},
 		Metrics:                       metricsserver.Options{BindAddress: opts.metricsAddr},
 		HealthProbeBindAddress:        opts.probeAddr,
 		LeaderElection:                opts.leaderElect,
@@ -79,8 +96,11 @@ func run() error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
+	if err := wire(ctx, mgr, opts, keys); err != nil {
+		return err
+	}
 
 	log.Info("starting kick-manager", "version", version, "namespace", opts.namespace,
 		"leaderElection", opts.leaderElect, "maxConcurrentReconciles", opts.maxConcurrent)
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return mgr.Start(ctx)
 }

@@ -13,4 +13,7 @@ package main
 // +kubebuilder:rbac:groups=apps,resources=replicasets;controllerrevisions,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// Namespaced to the manager's own namespace: the leader-election lease and
+// the fingerprint key Secret.
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=kick-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",namespace=kick-system,resources=secrets,verbs=create

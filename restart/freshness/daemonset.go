@@ -34,9 +34,9 @@ import (
 // required, for the same reason as for StatefulSets: pods are never
 // replaced unless deleted, so the counts would never converge.
 func DaemonSet(d *appsv1.DaemonSet) Rollout {
-	r := Rollout{Start: later(d.CreationTimestamp.Time, latestDaemonSetCondition(d.Status.Conditions))}
+	r := Rollout{Start: later(d.CreationTimestamp.Time, latestDaemonSetCondition(d.Status.Conditions)), Since: d.CreationTimestamp.Time}
 	if t, ok := TemplateStamp(&d.Spec.Template); ok {
-		r.Start = t
+		r.Start, r.Since = t, t
 	}
 	st := &d.Status
 	switch {

@@ -56,9 +56,10 @@ func Deployment(d *appsv1.Deployment, replicaSets []appsv1.ReplicaSet) Rollout {
 		r.ReplicaSet = cur.Name
 	}
 	if t, ok := TemplateStamp(&d.Spec.Template); ok {
-		r.Start = t
+		r.Start, r.Since = t, t
 	} else if cur != nil {
 		r.Start = later(cur.CreationTimestamp.Time, latestDeploymentCondition(d.Status.Conditions))
+		r.Since = cur.CreationTimestamp.Time
 	}
 
 	desired := replicasOrOne(d.Spec.Replicas)

@@ -417,6 +417,10 @@ func checkRollout(t *testing.T, got, want Rollout) {
 		t.Errorf("Start = %s, want %s", FormatStamp(got.Start), FormatStamp(want.Start))
 	}
 	got.Start, want.Start = time.Time{}, time.Time{}
+	if !want.Since.IsZero() && !got.Since.Equal(want.Since) {
+		t.Errorf("Since = %s, want %s", FormatStamp(got.Since), FormatStamp(want.Since))
+	}
+	got.Since, want.Since = time.Time{}, time.Time{}
 	if got != want {
 		t.Errorf("Rollout = %+v, want %+v", got, want)
 	}
@@ -513,5 +517,35 @@ func BenchmarkDeployment(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestSinceIsConservative: Since never moves past the creation of the
+// current template's ReplicaSet (or the stamp), even while conditions keep
+// updating during a rollout, so a change made mid-rollout is never taken
+// as already carried.
+func TestSinceIsConservative(t *testing.T) {
+	tmpl := podTemplate("web:v2")
+	d := deployment(tmpl)
+	d.Status.Replicas, d.Status.UpdatedReplicas, d.Status.AvailableReplicas = 4, 1, 3
+	d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, LastUpdateTime: metav1.NewTime(at(9))}}
+	r := Deployment(d, []appsv1.ReplicaSet{replicaSet("web-1", depUID, at(1), podTemplate("web:v1")), replicaSet("web-2", depUID, at(5), tmpl)})
+	if r.Complete || !r.Since.Equal(at(5)) {
+		t.Fatalf("in-progress rollout: Complete=%v Since=%s, want incomplete with Since at the new ReplicaSet's creation", r.Complete, FormatStamp(r.Since))
+	}
+	stamp := at(7).Add(123 * time.Nanosecond)
+	tmpl.Annotations = map[string]string{RestartedAtAnnotation: FormatStamp(stamp)}
+	d = deployment(tmpl)
+	if r := Deployment(d, nil); !r.Since.Equal(stamp) {
+		t.Fatalf("Since = %s, want the restart stamp %s", FormatStamp(r.Since), FormatStamp(stamp))
+	}
+	s := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(at(2))}}
+	if r := StatefulSet(s); !r.Since.Equal(at(2)) {
+		t.Fatalf("StatefulSet Since = %s, want its creation", FormatStamp(r.Since))
+	}
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(at(3))}}
+	ds.Status.Conditions = []appsv1.DaemonSetCondition{{Type: "Progressing", LastTransitionTime: metav1.NewTime(at(8))}}
+	if r := DaemonSet(ds); !r.Since.Equal(at(3)) {
+		t.Fatalf("DaemonSet Since = %s, want its creation, not a condition time", FormatStamp(r.Since))
 	}
 }

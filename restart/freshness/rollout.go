@@ -34,6 +34,12 @@ type Rollout struct {
 	Reason string
 	// Message explains the state for people.
 	Message string
+	// Since is a conservative start of the running template, valid even
+	// while a rollout is in progress: the restartedAt stamp, else the
+	// creation of the current ReplicaSet (Deployments) or of the workload.
+	// Every pod of the current template was created after it, so a change
+	// not after Since is already in those pods. Zero when unknown.
+	Since time.Time
 	// ReplicaSet is the name of a Deployment's current ReplicaSet, when
 	// exactly one matches its template.
 	ReplicaSet string

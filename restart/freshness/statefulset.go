@@ -41,6 +41,7 @@ func StatefulSet(s *appsv1.StatefulSet) Rollout {
 	if t, ok := TemplateStamp(&s.Spec.Template); ok {
 		r.Start = t
 	}
+	r.Since = r.Start
 	desired := replicasOrOne(s.Spec.Replicas)
 	st := &s.Status
 	revisionsDiffer := st.UpdateRevision != "" && st.CurrentRevision != "" && st.UpdateRevision != st.CurrentRevision

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/kick-operator/kick/gitops"
+	"github.com/kick-operator/kick/restart/discovery"
+	"github.com/kick-operator/kick/restart/observe"
+	"github.com/kick-operator/kick/restart/policy"
+	"github.com/kick-operator/kick/restart/request"
+	"github.com/kick-operator/kick/restart/workload"
+	"github.com/kick-operator/kick/router"
+)
+
+// wire registers the indexes, the router and every controller with mgr.
+func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fingerprinter) error {
+	log := ctrl.Log.WithName("router")
+	rt := router.New(router.Options{Registerer: metrics.Registry, Log: log.Info})
+	go func() { <-ctx.Done(); rt.Close() }()
+
+	if err := discovery.RegisterIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	if err := workload.RegisterIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	observer := &observe.SourceReconciler{
+		Client:    mgr.GetClient(),
+		Router:    rt,
+		Keys:      keys,
+		IsManaged: request.Managed(mgr.GetClient()),
+	}
+	if err := observer.SetupWithManager(mgr, observe.Options{MaxConcurrentReconciles: opts.maxConcurrent}); err != nil {
+		return err
+	}
+	if err := (&policy.Reconciler{}).SetupWithManager(mgr, policy.Options{MaxConcurrentReconciles: opts.maxConcurrent}); err != nil {
+		return err
+	}
+	return request.SetupWithManager(ctx, mgr, request.Options{
+		Router:                  rt,
+		GitOps:                  gitops.Providers{},
+		Metrics:                 request.NewMetrics(metrics.Registry),
+		MaxConcurrentReconciles: opts.maxConcurrent,
+		RolloutTimeout:          opts.rolloutTimeout,
+		Retention:               opts.requestRetention,
+	})
+}

@@ -1,0 +1,136 @@
+package cluster
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Manager is a kick-manager process running against the shared control
+// plane, as it runs in production (same binary, same flags).
+type Manager struct {
+	t       testing.TB
+	cmd     *exec.Cmd
+	logPath string
+	probes  string
+	metrics string
+	done    chan struct{}
+	mu      sync.Mutex
+	stopped bool
+}
+
+// StartManager runs bin/kick-manager with the test kubeconfig, the given
+// manager namespace (created if missing) and extra flags, and waits until
+// it is ready. Its log is printed when the test fails.
+func (e *Env) StartManager(t testing.TB, namespace string, args ...string) *Manager {
+	t.Helper()
+	e.ensureNamespace(t, namespace)
+	m := &Manager{t: t, done: make(chan struct{})}
+	m.probes, m.metrics = freeAddr(t), freeAddr(t)
+	m.logPath = filepath.Join(t.TempDir(), "kick-manager.log")
+	logFile, err := os.Create(m.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := append([]string{
+		"--kubeconfig", e.Cluster.Kubeconfig,
+		"--namespace", namespace,
+		"--health-probe-bind-address", m.probes,
+		"--metrics-bind-address", m.metrics,
+		"--zap-log-level", "debug",
+	}, args...)
+	m.cmd = exec.Command(Binary(t, "kick-manager"), full...)
+	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
+	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := m.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_ = m.cmd.Wait()
+		logFile.Close()
+		close(m.done)
+	}()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("kick-manager log (%s):\n%s", m.logPath, tailFile(m.logPath, 12000))
+		}
+		m.Kill()
+	})
+	Eventually(t, 60*time.Second, "kick-manager to become ready", func() (bool, error) {
+		select {
+		case <-m.done:
+			return false, fmt.Errorf("kick-manager exited:\n%s", tailFile(m.logPath, 4000))
+		default:
+		}
+		resp, err := http.Get("http://" + m.probes + "/readyz")
+		if err != nil {
+			return false, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, fmt.Errorf("readyz: %d", resp.StatusCode)
+	})
+	return m
+}
+
+// Stop sends SIGTERM and waits for the process to exit.
+func (m *Manager) Stop() {
+	m.signal(syscall.SIGTERM)
+}
+
+// Kill ends the process at once, as a crash would.
+func (m *Manager) Kill() {
+	m.signal(syscall.SIGKILL)
+}
+
+func (m *Manager) signal(sig syscall.Signal) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopped {
+		return
+	}
+	m.stopped = true
+	_ = m.cmd.Process.Signal(sig)
+	select {
+	case <-m.done:
+	case <-time.After(30 * time.Second):
+		_ = m.cmd.Process.Kill()
+		<-m.done
+	}
+}
+
+// Metrics returns the manager's /metrics text.
+func (m *Manager) Metrics() (string, error) {
+	resp, err := http.Get("http://" + m.metrics + "/metrics")
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	_, err = io.Copy(&b, resp.Body)
+	return b.String(), err
+}
+
+// Log returns the manager's log so far.
+func (m *Manager) Log() string {
+	data, _ := os.ReadFile(m.logPath)
+	return string(data)
+}
+
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}

@@ -1,0 +1,306 @@
+package observe
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/restart/discovery"
+	"github.com/kick-operator/kick/router"
+)
+
+// +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kick.corewire.io,resources=sourceobservations,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;watch
+
+// ManagedFunc says whether some KickPolicy manages a workload and, if so, which of its sources
+// are in scope (the policy's dependencySelector applied to the source's labels). A nil inScope
+// means every source is in scope.
+type ManagedFunc func(ctx context.Context, workload client.Object) (managed bool, inScope func(sourceLabels map[string]string) bool)
+
+// ManageAll is a ManagedFunc under which every workload is managed and every source in scope.
+func ManageAll(context.Context, client.Object) (bool, func(map[string]string) bool) { return true, nil }
+
+// SourceReconciler observes Secrets and ConfigMaps that managed workloads consume, keeps their
+// SourceObservation records and publishes router.SourceChanged for Baseline and Relevant
+// observations. Register it with SetupWithManager.
+type SourceReconciler struct {
+	// Client reads from the manager's cache (sources arrive transformed, see NewCacheOptions)
+	// and writes SourceObservations.
+	Client client.Client
+	// Router receives the SourceChanged events.
+	Router router.Publisher
+	// Keys must be the Fingerprinter given to NewCacheOptions.
+	Keys *Fingerprinter
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// IsManaged decides which consumers count; required.
+	IsManaged ManagedFunc
+
+	triggers map[string]chan event.GenericEvent // per source kind; set by SetupWithManager
+	metrics  *metrics
+}
+
+// sourceKind describes one observed kind.
+type sourceKind struct {
+	name      string
+	newObject func() client.Object
+}
+
+var sourceKinds = []sourceKind{
+	{name: discovery.KindSecret, newObject: func() client.Object { return &corev1.Secret{} }},
+	{name: discovery.KindConfigMap, newObject: func() client.Object { return &corev1.ConfigMap{} }},
+}
+
+// workloadKinds are the consumer kinds searched through discovery.SourceIndex.
+var workloadKinds = []struct {
+	kind    string
+	newList func() client.ObjectList
+}{
+	{"Deployment", func() client.ObjectList { return &appsv1.DeploymentList{} }},
+	{"StatefulSet", func() client.ObjectList { return &appsv1.StatefulSetList{} }},
+	{"DaemonSet", func() client.ObjectList { return &appsv1.DaemonSetList{} }},
+}
+
+// outcome is what one reconcile did, for the log and the metrics.
+type outcome struct {
+	class     Class  // classification; "" when the source was skipped
+	skipped   string // why nothing was classified
+	written   bool
+	published bool
+	theta     time.Time
+	consumers int
+}
+
+// reconcileSource observes one source.
+func (r *SourceReconciler) reconcileSource(ctx context.Context, kind sourceKind, key types.NamespacedName) (outcome, error) {
+	src := kind.newObject()
+	if err := r.Client.Get(ctx, key, src); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Gone: its record goes with it (ownerReference). A source created again
+			// under the same name is a new object and starts with a baseline.
+			return outcome{skipped: "NotFound"}, nil
+		}
+		return outcome{}, err
+	}
+	if src.GetDeletionTimestamp() != nil {
+		return outcome{skipped: "Deleting"}, nil
+	}
+	obs := r.observed(kind, src)
+
+	consumers, err := r.consumers(ctx, kind.name, src)
+	if err != nil {
+		return outcome{}, err
+	}
+	stored, err := r.record(ctx, kind.name, key)
+	if err != nil {
+		return outcome{}, err
+	}
+	// A record left by an earlier object of the same name (not yet garbage-collected) says
+	// nothing about this one.
+	current := stored
+	if current != nil && !ownedBy(current, src.GetUID()) {
+		current = nil
+	}
+	if len(consumers) == 0 && current == nil {
+		// Quiet adoption: only sources that a managed workload consumes get a record.
+		return outcome{skipped: "Unconsumed"}, nil
+	}
+
+	out := outcome{class: Classify(current, obs.Fingerprint, obs.ResourceVersion, obs.KeyID), consumers: len(consumers)}
+	apply := out.class
+	if len(consumers) == 0 && apply == Relevant {
+		// Nobody managed consumes it right now: keep the record current, dated from the
+		// API server's evidence like a baseline, so a workload that starts consuming it
+		// later is not compared against a change it already started with.
+		apply = Baseline
+	}
+	if current != nil && current.Spec.LastRelevantChangeTime != nil {
+		out.theta = current.Spec.LastRelevantChangeTime.Time
+	}
+	if apply.Persisted() {
+		var prev *kickv1alpha1.SourceObservationSpec
+		if current != nil {
+			prev = &current.Spec
+		}
+		spec := Next(prev, apply, obs, r.now())
+		if err := r.write(ctx, stored, kind.name, src, spec); err != nil {
+			return out, err
+		}
+		out.written = true
+		out.theta = time.Time{}
+		if spec.LastRelevantChangeTime != nil {
+			out.theta = spec.LastRelevantChangeTime.Time
+		}
+	}
+	if len(consumers) > 0 && out.class.Published() {
+		ev := router.SourceChanged{
+			Source:     router.ObjectRef{APIVersion: discovery.CoreAPIVersion, Kind: kind.name, Namespace: key.Namespace, Name: key.Name},
+			Class:      router.SourceClass(out.class),
+			ChangeTime: out.theta,
+			Consumers:  consumers,
+		}
+		// Published only once the record is written: whoever reacts reads the same θ.
+		if err := r.Router.Publish(ctx, ev); err != nil {
+			return out, fmt.Errorf("publish %s: %w", ev.Key(), err)
+		}
+		out.published = true
+	}
+	return out, nil
+}
+
+// observed reads the fingerprint and last-write time that the cache transform stored. An
+// object that did not come through the transform (the cache was built without
+// NewCacheOptions, or a test reads from an ordinary client) is transformed on a copy.
+func (r *SourceReconciler) observed(kind sourceKind, src client.Object) Observed {
+	// src is this reconcile's own copy (client.Get copies out of the cache), so transforming it
+	// in place is safe; an already transformed object is left as it is.
+	_, _ = TransformSources(r.Keys)(src)
+	o := Observed{
+		Source:          kickv1alpha1.ObservedSource{APIVersion: discovery.CoreAPIVersion, Kind: kickv1alpha1.SourceKind(kind.name), Name: src.GetName()},
+		Fingerprint:     CachedFingerprint(src),
+		KeyID:           r.Keys.KeyID(),
+		ResourceVersion: src.GetResourceVersion(),
+	}
+	o.LastWrite, _ = CachedLastWrite(src)
+	return o
+}
+
+// consumers returns the managed workloads in the source's namespace that consume it with the
+// source in scope, sorted. It reads only the cache index, never the API server.
+func (r *SourceReconciler) consumers(ctx context.Context, kind string, src client.Object) ([]router.ObjectRef, error) {
+	var refs []router.ObjectRef
+	sel := client.MatchingFields{discovery.SourceIndex: discovery.IndexKey(kind, src.GetName())}
+	for _, wk := range workloadKinds {
+		list := wk.newList()
+		if err := r.Client.List(ctx, list, client.InNamespace(src.GetNamespace()), sel); err != nil {
+			return nil, fmt.Errorf("list %s consuming %s %s/%s: %w", wk.kind, kind, src.GetNamespace(), src.GetName(), err)
+		}
+		err := meta.EachListItem(list, func(o runtime.Object) error {
+			w, ok := o.(client.Object)
+			if !ok || w.GetDeletionTimestamp() != nil {
+				return nil
+			}
+			managed, inScope := r.IsManaged(ctx, w)
+			if managed && (inScope == nil || inScope(src.GetLabels())) {
+				refs = append(refs, router.ObjectRef{APIVersion: "apps/v1", Kind: wk.kind, Namespace: w.GetNamespace(), Name: w.GetName()})
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(refs, func(a, b router.ObjectRef) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
+	})
+	return refs, nil
+}
+
+// record reads the source's SourceObservation from the cache; nil when there is none.
+func (r *SourceReconciler) record(ctx context.Context, kind string, key types.NamespacedName) (*kickv1alpha1.SourceObservation, error) {
+	var rec kickv1alpha1.SourceObservation
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: kickv1alpha1.ObservationName(kind, key.Name)}, &rec)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read observation record of %s %s: %w", kind, key, err)
+	}
+	return &rec, nil
+}
+
+// write creates the record or replaces the spec of stored (optimistically: a stale cached copy
+// makes the update fail with a conflict, and the retry reclassifies against the fresh record).
+func (r *SourceReconciler) write(ctx context.Context, stored *kickv1alpha1.SourceObservation, kind string, src client.Object, spec kickv1alpha1.SourceObservationSpec) error {
+	owner := metav1.OwnerReference{
+		APIVersion:         discovery.CoreAPIVersion,
+		Kind:               kind,
+		Name:               src.GetName(),
+		UID:                src.GetUID(),
+		Controller:         ptr.To(false),
+		BlockOwnerDeletion: ptr.To(false),
+	}
+	if stored == nil {
+		rec := &kickv1alpha1.SourceObservation{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace:       src.GetNamespace(),
+				Name:            kickv1alpha1.ObservationName(kind, src.GetName()),
+				OwnerReferences: []metav1.OwnerReference{owner},
+			},
+			Spec: spec,
+		}
+		if err := r.Client.Create(ctx, rec); err != nil {
+			return fmt.Errorf("create observation record %s/%s: %w", rec.Namespace, rec.Name, err)
+		}
+		return nil
+	}
+	rec := stored.DeepCopy()
+	rec.Spec = spec
+	refs := slices.DeleteFunc(rec.OwnerReferences, func(o metav1.OwnerReference) bool {
+		return o.APIVersion == owner.APIVersion && o.Kind == owner.Kind && o.Name == owner.Name
+	})
+	rec.OwnerReferences = append(refs, owner)
+	if err := r.Client.Update(ctx, rec); err != nil {
+		return fmt.Errorf("update observation record %s/%s: %w", rec.Namespace, rec.Name, err)
+	}
+	return nil
+}
+
+// ownedBy reports whether rec belongs to the source object with this UID.
+func ownedBy(rec *kickv1alpha1.SourceObservation, uid types.UID) bool {
+	for _, o := range rec.OwnerReferences {
+		if o.UID == uid {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *SourceReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// logOutcome logs what a reconcile did: class, change time and consumer count only. Fingerprints,
+// key names and values never appear in logs.
+func logOutcome(ctx context.Context, out outcome) {
+	if out.class == "" {
+		return
+	}
+	l := log.FromContext(ctx)
+	kv := []any{"class", string(out.class), "consumers", out.consumers}
+	if !out.theta.IsZero() {
+		kv = append(kv, "changeTime", out.theta.UTC().Format(time.RFC3339Nano))
+	}
+	switch {
+	case out.published && out.class == Relevant:
+		l.Info("source content changed", kv...)
+	case out.published:
+		l.V(1).Info("source baselined", kv...)
+	case out.written:
+		l.V(1).Info("observation record refreshed without an event", kv...)
+	default:
+		l.V(2).Info("source observed", kv...)
+	}
+}
+
+var errNotSetUp = errors.New("observe: SourceReconciler.SetupWithManager was not called")

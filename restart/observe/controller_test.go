@@ -1,0 +1,334 @@
+package observe
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/restart/discovery"
+	"github.com/kick-operator/kick/router"
+)
+
+// These tests drive one reconcile at a time against a fake client; the controller's wiring
+// (watches, cache transform, garbage collection) is tested in integration/observe.
+
+type recorder struct {
+	mu     sync.Mutex
+	events []router.SourceChanged
+	check  func(router.SourceChanged)
+}
+
+func (p *recorder) Publish(_ context.Context, ev router.Event) error {
+	sc := ev.(router.SourceChanged)
+	if p.check != nil {
+		p.check(sc)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.events = append(p.events, sc)
+	return nil
+}
+
+func (p *recorder) take() []router.SourceChanged {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ev := p.events
+	p.events = nil
+	return ev
+}
+
+type fixture struct {
+	t     *testing.T
+	c     client.Client
+	pub   *recorder
+	r     *SourceReconciler
+	now   time.Time
+	scope map[string]bool // workload name -> managed
+}
+
+func newFixture(t *testing.T, key []byte, objs ...client.Object) *fixture {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, kickv1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...)
+	for _, w := range []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, &appsv1.DaemonSet{}} {
+		b = b.WithIndex(w, discovery.SourceIndex, discovery.IndexFunc)
+	}
+	f := &fixture{t: t, c: b.Build(), pub: &recorder{}, now: time.Date(2026, 5, 1, 12, 0, 0, 987654321, time.UTC), scope: map[string]bool{}}
+	f.r = &SourceReconciler{
+		Client: f.c, Router: f.pub, Keys: NewFingerprinter(key),
+		Now: func() time.Time { return f.now },
+		IsManaged: func(_ context.Context, w client.Object) (bool, func(map[string]string) bool) {
+			if managed, known := f.scope[w.GetName()]; known && !managed {
+				return false, nil
+			}
+			return true, func(l map[string]string) bool { return l["kick"] != "ignore" }
+		},
+	}
+	// A published event must find its record already written.
+	f.pub.check = func(ev router.SourceChanged) {
+		rec := f.record(ev.Source.Kind, ev.Source.Name)
+		if rec == nil || !rec.Spec.LastRelevantChangeTime.Equal(ev.ChangeTime) {
+			t.Errorf("event for %s published before its record was written (record %v)", ev.Key(), rec)
+		}
+	}
+	return f
+}
+
+func (f *fixture) reconcile(kind, name string) outcome {
+	f.t.Helper()
+	sk := sourceKinds[0]
+	if kind == discovery.KindConfigMap {
+		sk = sourceKinds[1]
+	}
+	out, err := f.r.reconcileSource(context.Background(), sk, types.NamespacedName{Namespace: "ns", Name: name})
+	if err != nil {
+		f.t.Fatalf("reconcile %s/%s: %v", kind, name, err)
+	}
+	return out
+}
+
+func (f *fixture) record(kind, name string) *kickv1alpha1.SourceObservation {
+	f.t.Helper()
+	var rec kickv1alpha1.SourceObservation
+	err := f.c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: kickv1alpha1.ObservationName(kind, name)}, &rec)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return &rec
+}
+
+func (f *fixture) update(obj client.Object, change func()) {
+	f.t.Helper()
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+		f.t.Fatal(err)
+	}
+	change()
+	if err := f.c.Update(context.Background(), obj); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+var created = metav1.Unix(1_700_000_000, 0)
+
+func testSecret(name string, data string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), CreationTimestamp: created},
+		Data:       map[string][]byte{"password": []byte(data)},
+	}
+}
+
+func deployment(name string, secrets ...string) *appsv1.Deployment {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+	for _, s := range secrets {
+		d.Spec.Template.Spec.Volumes = append(d.Spec.Template.Spec.Volumes, corev1.Volume{
+			Name: s, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: s}}})
+	}
+	return d
+}
+
+func TestReconcileLifecycle(t *testing.T) {
+	s := testSecret("db", "v1")
+	f := newFixture(t, testKey, s, deployment("web", "db"), deployment("api", "db"), testSecret("lonely", "x"))
+	lambda := created.Time // λ from managedFields is covered by transform_test.go
+
+	// First sighting: a baseline dated λ, published with its consumers.
+	if out := f.reconcile("Secret", "db"); out.class != Baseline || !out.written || !out.published {
+		t.Fatalf("first reconcile: %+v", out)
+	}
+	rec := f.record("Secret", "db")
+	if rec == nil || !rec.Spec.LastRelevantChangeTime.Equal(lambda) || rec.Spec.Class != kickv1alpha1.ObservationBaseline {
+		t.Fatalf("baseline record: %+v", rec)
+	}
+	if len(rec.OwnerReferences) != 1 || rec.OwnerReferences[0].UID != s.UID || rec.OwnerReferences[0].Kind != "Secret" ||
+		*rec.OwnerReferences[0].Controller || *rec.OwnerReferences[0].BlockOwnerDeletion {
+		t.Errorf("owner references: %+v", rec.OwnerReferences)
+	}
+	evs := f.pub.take()
+	if len(evs) != 1 || evs[0].Class != router.ClassBaseline || !evs[0].ChangeTime.Equal(lambda) || len(evs[0].Consumers) != 2 ||
+		evs[0].Consumers[0].Name != "api" || evs[0].Consumers[1].Name != "web" || evs[0].Consumers[0].APIVersion != "apps/v1" {
+		t.Fatalf("baseline events: %+v", evs)
+	}
+
+	// Nothing new: no write, no event.
+	rv := f.record("Secret", "db").ResourceVersion
+	if out := f.reconcile("Secret", "db"); out.class != NoChange || out.written || out.published {
+		t.Errorf("repeat: %+v", out)
+	}
+	f.update(s, func() { s.Labels = map[string]string{"x": "y"} })
+	if out := f.reconcile("Secret", "db"); out.class != MetaOnly || out.written || out.published {
+		t.Errorf("label change: %+v", out)
+	}
+	if f.record("Secret", "db").ResourceVersion != rv || len(f.pub.take()) != 0 {
+		t.Error("a metadata-only change wrote the record or published")
+	}
+
+	// Content change: θ = now, at full precision.
+	f.update(s, func() { s.Data["password"] = []byte("v2") })
+	if out := f.reconcile("Secret", "db"); out.class != Relevant || !out.written || !out.published {
+		t.Fatalf("data change: %+v", out)
+	}
+	rec = f.record("Secret", "db")
+	if !rec.Spec.LastRelevantChangeTime.Equal(f.now) || rec.Spec.Class != kickv1alpha1.ObservationRelevant {
+		t.Errorf("relevant record: %+v", rec.Spec)
+	}
+	if evs := f.pub.take(); len(evs) != 1 || evs[0].Class != router.ClassRelevant || !evs[0].ChangeTime.Equal(f.now) {
+		t.Errorf("relevant events: %+v", evs)
+	}
+
+	// Nobody consumes "lonely": no record at all.
+	if out := f.reconcile("Secret", "lonely"); out.skipped != "Unconsumed" || f.record("Secret", "lonely") != nil {
+		t.Errorf("unconsumed source: %+v", out)
+	}
+	// A missing source: nothing.
+	if out := f.reconcile("Secret", "missing"); out.skipped != "NotFound" {
+		t.Errorf("missing source: %+v", out)
+	}
+}
+
+func TestReconcileScope(t *testing.T) {
+	ignored := testSecret("ignored", "x")
+	ignored.Labels = map[string]string{"kick": "ignore"}
+	f := newFixture(t, testKey, testSecret("db", "v1"), deployment("legacy", "db"), ignored, deployment("web", "ignored"))
+	f.scope["legacy"] = false
+	if out := f.reconcile("Secret", "db"); out.skipped != "Unconsumed" || f.record("Secret", "db") != nil {
+		t.Errorf("a source consumed only by an unmanaged workload got a record: %+v", out)
+	}
+	if out := f.reconcile("Secret", "ignored"); out.skipped != "Unconsumed" || f.record("Secret", "ignored") != nil {
+		t.Errorf("an out-of-scope source got a record: %+v", out)
+	}
+}
+
+func TestReconcileWithoutConsumersKeepsRecordQuietly(t *testing.T) {
+	s := testSecret("db", "v1")
+	d := deployment("web", "db")
+	f := newFixture(t, testKey, s, d)
+	f.reconcile("Secret", "db")
+	f.pub.take()
+	if err := f.c.Delete(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	// Changed while nobody consumes it: the record follows, dated like a baseline, silently.
+	f.update(s, func() { s.Data["password"] = []byte("v2") })
+	out := f.reconcile("Secret", "db")
+	if out.class != Relevant || !out.written || out.published {
+		t.Fatalf("change without consumers: %+v", out)
+	}
+	rec := f.record("Secret", "db")
+	if rec.Spec.Class != kickv1alpha1.ObservationBaseline || rec.Spec.LastRelevantChangeTime.Equal(f.now) {
+		t.Errorf("record after a change nobody consumes: %+v", rec.Spec)
+	}
+	if evs := f.pub.take(); len(evs) != 0 {
+		t.Errorf("published without consumers: %+v", evs)
+	}
+	// A new consumer starts from the current content: no change to report.
+	if err := f.c.Create(context.Background(), deployment("web2", "db")); err != nil {
+		t.Fatal(err)
+	}
+	if out := f.reconcile("Secret", "db"); out.class != NoChange {
+		t.Errorf("after a new consumer appeared: %+v", out)
+	}
+}
+
+func TestReconcileRebaselinesOnNewKey(t *testing.T) {
+	s := testSecret("db", "v1")
+	f := newFixture(t, testKey, s, deployment("web", "db"))
+	f.reconcile("Secret", "db")
+	f.pub.take()
+	before := f.record("Secret", "db").Spec
+
+	f.r.Keys = NewFingerprinter([]byte("a completely different 32b key!!"))
+	f.now = f.now.Add(time.Hour)
+	if out := f.reconcile("Secret", "db"); out.class != Rebaseline || !out.written || out.published {
+		t.Fatalf("after a key change: %+v", out)
+	}
+	after := f.record("Secret", "db").Spec
+	if after.FingerprintKeyID == before.FingerprintKeyID || after.RelevantFingerprint == before.RelevantFingerprint ||
+		!after.LastRelevantChangeTime.Equal(before.LastRelevantChangeTime.Time) || after.Class != before.Class {
+		t.Errorf("rebaseline: before %+v after %+v", before, after)
+	}
+	if evs := f.pub.take(); len(evs) != 0 {
+		t.Errorf("a key change published %+v", evs)
+	}
+	if out := f.reconcile("Secret", "db"); out.class != NoChange {
+		t.Errorf("after the rebaseline: %+v", out)
+	}
+}
+
+func TestReconcileRecreatedSourceStartsOver(t *testing.T) {
+	s := testSecret("db", "v1")
+	f := newFixture(t, testKey, s, deployment("web", "db"))
+	f.reconcile("Secret", "db")
+	f.pub.take()
+	// The Secret is deleted and created again before the garbage collector removed the record.
+	if err := f.c.Delete(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	again := testSecret("db", "v1")
+	again.UID, again.ResourceVersion = "uid-db-2", ""
+	if err := f.c.Create(context.Background(), again); err != nil {
+		t.Fatal(err)
+	}
+	if out := f.reconcile("Secret", "db"); out.class != Baseline || !out.published {
+		t.Fatalf("recreated source: %+v", out)
+	}
+	rec := f.record("Secret", "db")
+	if len(rec.OwnerReferences) != 1 || rec.OwnerReferences[0].UID != "uid-db-2" {
+		t.Errorf("the record must move to the new object: %+v", rec.OwnerReferences)
+	}
+}
+
+func TestReconcileConfigMap(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg", UID: "uid-cfg", CreationTimestamp: created},
+		Data: map[string]string{"a": "1"}}
+	d := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db"}}
+	d.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "p", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: []corev1.VolumeProjection{{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}}}}}
+	f := newFixture(t, testKey, cm, d)
+	if out := f.reconcile("ConfigMap", "cfg"); out.class != Baseline || !out.published {
+		t.Fatalf("%+v", out)
+	}
+	evs := f.pub.take()
+	if len(evs) != 1 || evs[0].Source.Kind != "ConfigMap" || evs[0].Consumers[0].Kind != "StatefulSet" || !evs[0].ChangeTime.Equal(created.Time) {
+		t.Errorf("%+v", evs)
+	}
+	if rec := f.record("ConfigMap", "cfg"); rec.Spec.Source.Kind != kickv1alpha1.SourceConfigMap {
+		t.Errorf("%+v", rec.Spec.Source)
+	}
+}
+
+func TestSourcesOf(t *testing.T) {
+	d := deployment("web", "a", "b")
+	d.Namespace = "shop"
+	d.Spec.Template.Spec.Containers = []corev1.Container{{EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "c"}}}}}}
+	secrets, cms := SourcesOf("Secret", d), SourcesOf("ConfigMap", d)
+	if len(secrets) != 2 || secrets[0].Name != "a" || secrets[0].Namespace != "shop" || len(cms) != 1 || cms[0].Name != "c" {
+		t.Errorf("secrets %v, configmaps %v", secrets, cms)
+	}
+	if SourcesOf("Secret", &corev1.Pod{}) != nil {
+		t.Error("a Pod is not a supported workload")
+	}
+	var r SourceReconciler
+	if err := r.EnqueueSourcesOf(context.Background(), d); err == nil {
+		t.Error("EnqueueSourcesOf before SetupWithManager must fail")
+	}
+}

@@ -1,0 +1,60 @@
+package observe
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// metrics count observations. Labels are the source kind and the class (or the reason a source
+// was skipped: Unconsumed, NotFound, Deleting), both small closed sets.
+type metrics struct {
+	observations *prometheus.CounterVec
+	events       *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	if reg == nil {
+		reg = crmetrics.Registry
+	}
+	return &metrics{
+		observations: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kick_observe_observations_total",
+			Help: "Source reconciles by source kind and outcome (Baseline, Relevant, Rebaseline, MetaOnly, NoChange, or why the source was skipped).",
+		}, []string{"kind", "class"})),
+		events: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kick_observe_events_published_total",
+			Help: "SourceChanged events published, by source kind and class.",
+		}, []string{"kind", "class"})),
+	}
+}
+
+// register registers c, or returns the collector already registered under the same
+// description (a second manager in the same process).
+func register(reg prometheus.Registerer, c *prometheus.CounterVec) *prometheus.CounterVec {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
+				return existing
+			}
+		}
+		panic(err)
+	}
+	return c
+}
+
+func (m *metrics) observed(kind string, out outcome) {
+	if m == nil {
+		return
+	}
+	label := string(out.class)
+	if label == "" {
+		label = out.skipped
+	}
+	m.observations.WithLabelValues(kind, label).Inc()
+	if out.published {
+		m.events.WithLabelValues(kind, string(out.class)).Inc()
+	}
+}

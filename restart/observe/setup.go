@@ -1,0 +1,180 @@
+package observe
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	k8sworkqueue "k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/restart/discovery"
+)
+
+// Options configure SetupWithManager.
+type Options struct {
+	// MaxConcurrentReconciles per source kind (default 1).
+	MaxConcurrentReconciles int
+	// Registerer receives the kick_observe_* metrics; nil means controller-runtime's registry.
+	Registerer prometheus.Registerer
+}
+
+// NewCacheOptions returns the manager cache settings that make Secrets and ConfigMaps enter the
+// cache already transformed (see TransformSources). Merge it into cache.Options.ByObject.
+func NewCacheOptions(f *Fingerprinter) map[client.Object]cache.ByObject {
+	t := TransformSources(f)
+	return map[client.Object]cache.ByObject{
+		&corev1.Secret{}:    {Transform: t},
+		&corev1.ConfigMap{}: {Transform: t},
+	}
+}
+
+// SetupWithManager registers one controller per source kind ("observe-secret",
+// "observe-configmap"). Each reconciles its sources on their own events, on the creation of a
+// workload or a change of its Pod template or labels (so a source that just gained a consumer
+// gets its baseline), on the deletion of a record, and on EnqueueSourcesOf. The manager's field
+// indexer must have discovery.RegisterIndexes, and its cache NewCacheOptions(r.Keys).
+func (r *SourceReconciler) SetupWithManager(mgr manager.Manager, opts Options) error {
+	switch {
+	case r.Client == nil || r.Router == nil || r.Keys == nil:
+		return errors.New("observe: SourceReconciler needs Client, Router and Keys")
+	case r.IsManaged == nil:
+		return errors.New("observe: SourceReconciler needs IsManaged (observe.ManageAll manages everything)")
+	}
+	r.metrics = newMetrics(opts.Registerer)
+	r.triggers = make(map[string]chan event.GenericEvent, len(sourceKinds))
+	workers := max(opts.MaxConcurrentReconciles, 1)
+	for _, kind := range sourceKinds {
+		trigger := make(chan event.GenericEvent)
+		r.triggers[kind.name] = trigger
+		err := builder.ControllerManagedBy(mgr).
+			Named("observe-"+strings.ToLower(kind.name)).
+			For(kind.newObject(), builder.WithPredicates(predicate.Funcs{
+				// A deleted source's record is garbage-collected with it.
+				DeleteFunc: func(event.DeleteEvent) bool { return false },
+			})).
+			Watches(&appsv1.Deployment{}, workloadHandler(kind.name)).
+			Watches(&appsv1.StatefulSet{}, workloadHandler(kind.name)).
+			Watches(&appsv1.DaemonSet{}, workloadHandler(kind.name)).
+			Watches(&kickv1alpha1.SourceObservation{}, recordDeletedHandler(kind.name)).
+			WatchesRawSource(source.Channel(trigger, handler.Funcs{
+				GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue) {
+					add(q, SourcesOf(kind.name, e.Object))
+				},
+			})).
+			WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+			Complete(kindReconciler{r: r, kind: kind})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EnqueueSourcesOf asks the controllers to observe every Secret and ConfigMap the workloads
+// consume, e.g. after a KickPolicy started managing them, so their sources get records. It
+// blocks until the controllers took the requests (they run once the manager is started and,
+// with leader election, leading) or ctx ends.
+func (r *SourceReconciler) EnqueueSourcesOf(ctx context.Context, workloads ...client.Object) error {
+	if r.triggers == nil {
+		return errNotSetUp
+	}
+	for _, w := range workloads {
+		for _, kind := range sourceKinds {
+			if len(SourcesOf(kind.name, w)) == 0 {
+				continue
+			}
+			select {
+			case r.triggers[kind.name] <- event.GenericEvent{Object: w}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return nil
+}
+
+// SourcesOf returns one reconcile request per source of the given kind ("Secret", "ConfigMap")
+// that the workload consumes; nil for an unsupported object.
+func SourcesOf(kind string, workload client.Object) []reconcile.Request {
+	return requestsFor(kind, workload.GetNamespace(), discovery.FromWorkload(workload))
+}
+
+func requestsFor(kind, namespace string, deps []discovery.Dependency) []reconcile.Request {
+	var reqs []reconcile.Request
+	for _, d := range deps {
+		if d.Kind == kind {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: namespace, Name: d.Name}})
+		}
+	}
+	return reqs
+}
+
+// workloadHandler enqueues the sources of kind that a workload consumes when it appears, and
+// when its dependencies or labels change (its labels decide whether a policy manages it).
+func workloadHandler(kind string) handler.EventHandler {
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue) {
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue) {
+			deps := discovery.FromWorkload(e.ObjectNew)
+			if maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) && slices.Equal(discovery.FromWorkload(e.ObjectOld), deps) {
+				return
+			}
+			add(q, requestsFor(kind, e.ObjectNew.GetNamespace(), deps))
+		},
+	}
+}
+
+// recordDeletedHandler re-observes the source of a deleted record, so a record removed by hand
+// is rebuilt (as a baseline) while its source is still consumed.
+func recordDeletedHandler(kind string) handler.EventHandler {
+	return handler.Funcs{
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue) {
+			rec, ok := e.Object.(*kickv1alpha1.SourceObservation)
+			if ok && string(rec.Spec.Source.Kind) == kind && rec.Spec.Source.Name != "" {
+				q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rec.Namespace, Name: rec.Spec.Source.Name}})
+			}
+		},
+	}
+}
+
+func add(q workqueue, reqs []reconcile.Request) {
+	for _, req := range reqs {
+		q.Add(req)
+	}
+}
+
+type workqueue = k8sworkqueue.TypedRateLimitingInterface[reconcile.Request]
+
+// kindReconciler is the reconcile.Reconciler of one source kind.
+type kindReconciler struct {
+	r    *SourceReconciler
+	kind sourceKind
+}
+
+func (k kindReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	out, err := k.r.reconcileSource(ctx, k.kind, req.NamespacedName)
+	if err == nil {
+		logOutcome(ctx, out)
+		k.r.metrics.observed(k.kind.name, out)
+	}
+	return reconcile.Result{}, err
+}

@@ -1,0 +1,234 @@
+package policy
+
+import (
+	"context"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+)
+
+// +kubebuilder:rbac:groups=kick.corewire.io,resources=kickpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kick.corewire.io,resources=kickpolicies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// ControllerName names the controller (logs, metrics) and is the reporting
+// component of its events.
+const ControllerName = "kick-policy"
+
+// eventAction is the action of the events.k8s.io Events the controller emits.
+const eventAction = "Evaluate"
+
+// Options tune the KickPolicy status controller.
+type Options struct {
+	// MaxConcurrentReconciles is the number of workers; 0 means 1.
+	MaxConcurrentReconciles int
+}
+
+// Reconciler writes KickPolicy status: observedGeneration, the matched and
+// blocked workload counts, and the Ready condition. It reads only from the
+// manager's cache, patches status only when it changes, and emits an Event
+// when Ready changes.
+type Reconciler struct {
+	// Client must read from the manager's cache (mgr.GetClient() does).
+	// SetupWithManager sets it when nil.
+	Client client.Client
+	// Recorder receives an Event whenever a policy's Ready condition
+	// changes status or reason. SetupWithManager sets it when nil; a nil
+	// Recorder emits nothing.
+	Recorder events.EventRecorder
+
+	mu        sync.Mutex
+	announced map[types.NamespacedName]announcement
+}
+
+// announcement is the last Ready state an Event was emitted for.
+type announcement struct {
+	uid    types.UID
+	status metav1.ConditionStatus
+	reason string
+}
+
+// SetupWithManager registers the controller. Besides KickPolicies it
+// watches Deployments, StatefulSets and DaemonSets, because the counts change
+// with them, and maps each of their events to every KickPolicy of the
+// namespace. Workload updates count only when labels change, and a policy's
+// neighbours are re-evaluated only when its spec or deletion changes.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder(ControllerName)
+	}
+	toPolicies := handler.EnqueueRequestsFromMapFunc(r.policiesOfNamespace)
+	labelsChanged := builder.WithPredicates(predicate.LabelChangedPredicate{})
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&kickv1alpha1.KickPolicy{}).
+		Watches(&kickv1alpha1.KickPolicy{}, toPolicies, builder.WithPredicates(specOrDeletionChanged())).
+		Watches(&appsv1.Deployment{}, toPolicies, labelsChanged).
+		Watches(&appsv1.StatefulSet{}, toPolicies, labelsChanged).
+		Watches(&appsv1.DaemonSet{}, toPolicies, labelsChanged)
+	if opts.MaxConcurrentReconciles > 0 {
+		b = b.WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles})
+	}
+	return b.Complete(r)
+}
+
+// specOrDeletionChanged passes creates, deletes and the updates that can
+// change which workloads a policy selects.
+func specOrDeletionChanged() predicate.Predicate {
+	return predicate.Or(predicate.GenerationChangedPredicate{}, predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return (e.ObjectOld.GetDeletionTimestamp() == nil) != (e.ObjectNew.GetDeletionTimestamp() == nil)
+		},
+	})
+}
+
+// policiesOfNamespace maps an object to every KickPolicy of its namespace,
+// read from the cache.
+func (r *Reconciler) policiesOfNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list kickv1alpha1.KickPolicyList
+	if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
+		log.FromContext(ctx).Error(err, "listing KickPolicies to re-evaluate", "namespace", obj.GetNamespace())
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+// Reconcile recomputes one policy's status from the cached policies and
+// workloads of its namespace.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var p kickv1alpha1.KickPolicy
+	if err := r.Client.Get(ctx, req.NamespacedName, &p); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if p.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	var policies kickv1alpha1.KickPolicyList
+	if err := r.Client.List(ctx, &policies, client.InNamespace(p.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return ctrl.Result{}, err
+	}
+	workloads, err := r.workloads(ctx, p.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	ev := Evaluate(&p, policies.Items, workloads)
+
+	want := p.DeepCopy()
+	want.Status.ObservedGeneration = p.Generation
+	want.Status.MatchedWorkloads = ev.Matched
+	want.Status.BlockedWorkloads = ev.Blocked
+	meta.SetStatusCondition(&want.Status.Conditions, ev.Ready)
+	if equality.Semantic.DeepEqual(p.Status, want.Status) {
+		return ctrl.Result{}, nil
+	}
+	if err := r.Client.Status().Patch(ctx, want, client.MergeFrom(&p)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	r.announce(want, meta.FindStatusCondition(p.Status.Conditions, kickv1alpha1.ConditionReady), ev.Ready)
+	return ctrl.Result{}, nil
+}
+
+// workloads lists the namespace's Deployments, StatefulSets and DaemonSets
+// from the cache. The labels alias cached objects: read only.
+func (r *Reconciler) workloads(ctx context.Context, namespace string) ([]Workload, error) {
+	var (
+		out  []Workload
+		deps appsv1.DeploymentList
+		sts  appsv1.StatefulSetList
+		dss  appsv1.DaemonSetList
+	)
+	opts := []client.ListOption{client.InNamespace(namespace), client.UnsafeDisableDeepCopy}
+	if err := r.Client.List(ctx, &deps, opts...); err != nil {
+		return nil, err
+	}
+	if err := r.Client.List(ctx, &sts, opts...); err != nil {
+		return nil, err
+	}
+	if err := r.Client.List(ctx, &dss, opts...); err != nil {
+		return nil, err
+	}
+	out = make([]Workload, 0, len(deps.Items)+len(sts.Items)+len(dss.Items))
+	add := func(kind kickv1alpha1.TargetKind, m *metav1.ObjectMeta) {
+		out = append(out, Workload{Kind: kind, Namespace: m.Namespace, Name: m.Name, Labels: m.Labels})
+	}
+	for i := range deps.Items {
+		add(kickv1alpha1.TargetDeployment, &deps.Items[i].ObjectMeta)
+	}
+	for i := range sts.Items {
+		add(kickv1alpha1.TargetStatefulSet, &sts.Items[i].ObjectMeta)
+	}
+	for i := range dss.Items {
+		add(kickv1alpha1.TargetDaemonSet, &dss.Items[i].ObjectMeta)
+	}
+	return out, nil
+}
+
+// announce emits an Event when Ready's status or reason differs from both
+// the status just replaced and the last Event for this policy; the second
+// check keeps a reconcile that still saw a stale cached status from
+// repeating an Event.
+func (r *Reconciler) announce(p *kickv1alpha1.KickPolicy, before *metav1.Condition, now metav1.Condition) {
+	if r.Recorder == nil {
+		return
+	}
+	if before != nil && before.Status == now.Status && before.Reason == now.Reason {
+		return
+	}
+	key := client.ObjectKeyFromObject(p)
+	next := announcement{uid: p.UID, status: now.Status, reason: now.Reason}
+	r.mu.Lock()
+	if r.announced == nil {
+		r.announced = map[types.NamespacedName]announcement{}
+	}
+	last, seen := r.announced[key]
+	r.announced[key] = next
+	r.mu.Unlock()
+	if seen && last == next {
+		return
+	}
+	kind := corev1.EventTypeNormal
+	if now.Status != metav1.ConditionTrue {
+		kind = corev1.EventTypeWarning
+	}
+	r.Recorder.Eventf(p, nil, kind, now.Reason, eventAction, "%s", now.Message)
+}
+
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	delete(r.announced, key)
+	r.mu.Unlock()
+}

@@ -1,0 +1,103 @@
+package request
+
+import (
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+)
+
+// Metrics are the kick_* restart metrics of the metrics reference.
+type Metrics struct {
+	requests     *prometheus.CounterVec
+	restarts     *prometheus.CounterVec
+	errors       *prometheus.CounterVec
+	latency      prometheus.Histogram
+	gateWait     prometheus.Histogram
+	driverEvents *prometheus.CounterVec
+}
+
+// NewMetrics creates the metrics and registers them with reg (nil: not
+// exported, as in unit tests).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kick_requests_total", Help: "KickRequests that reached a terminal phase, by GitOps provider and result.",
+		}, []string{"provider", "result"}),
+		restarts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kick_restarts_total", Help: "Restarts started, and their rollouts' outcomes, by GitOps provider.",
+		}, []string{"provider", "result"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kick_controller_errors_total", Help: "Reconcile errors by controller and reason.",
+		}, []string{"controller", "reason"}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "kick_change_to_restart_seconds",
+			Help:    "Time from the latest relevant dependency change to the restart patch.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 16),
+		}),
+		gateWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "kick_gate_wait_seconds",
+			Help:    "Time a request waited for its gates before restarting.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 4, 12),
+		}),
+		driverEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kick_driver_decisions_total", Help: "What the restart driver did with a source change for one consumer.",
+		}, []string{"decision"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.requests, m.restarts, m.errors, m.latency, m.gateWait, m.driverEvents)
+	}
+	return m
+}
+
+func providerLabel(p kickv1alpha1.GitOpsProvider) string {
+	if p == "" {
+		return "unknown"
+	}
+	return strings.ToLower(string(p))
+}
+
+func (m *Metrics) outcome(p kickv1alpha1.GitOpsProvider, phase kickv1alpha1.KickRequestPhase) {
+	if m == nil {
+		return
+	}
+	result := map[kickv1alpha1.KickRequestPhase]string{
+		kickv1alpha1.PhaseSucceeded:        "succeeded",
+		kickv1alpha1.PhaseNoLongerRequired: "no_longer_required",
+		kickv1alpha1.PhaseFailed:           "failed",
+		kickv1alpha1.PhaseDryRun:           "dry_run",
+	}[phase]
+	m.requests.WithLabelValues(providerLabel(p), result).Inc()
+}
+
+func (m *Metrics) restart(p kickv1alpha1.GitOpsProvider, result string) {
+	if m != nil {
+		m.restarts.WithLabelValues(providerLabel(p), result).Inc()
+	}
+}
+
+func (m *Metrics) error(controller, reason string) {
+	if m != nil {
+		m.errors.WithLabelValues(controller, reason).Inc()
+	}
+}
+
+func (m *Metrics) observeLatency(d time.Duration) {
+	if m != nil && d >= 0 {
+		m.latency.Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) observeGateWait(d time.Duration) {
+	if m != nil && d >= 0 {
+		m.gateWait.Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) decision(d string) {
+	if m != nil {
+		m.driverEvents.WithLabelValues(d).Inc()
+	}
+}

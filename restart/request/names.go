@@ -1,0 +1,71 @@
+package request
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/restart/workload"
+)
+
+const (
+	// TargetIndex indexes KickRequests by target ("Deployment/web"), so the
+	// requests of a workload come from the cache.
+	TargetIndex = "kick.corewire.io/target"
+
+	// ManagedByLabel marks requests KICK created itself; requests without it
+	// were created by a person or CI.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	managedByValue = "kick"
+
+	// ChangeAnnotation carries a change time (RFC 3339, nanoseconds) that
+	// the request must answer. The driver sets it to reopen a finished
+	// request, and coalescing sets it to hand a duplicate's demand over;
+	// the reconciler folds it into the latest change and never moves it back.
+	ChangeAnnotation = "kick.corewire.io/change"
+)
+
+// RegisterIndexes registers TargetIndex on KickRequests.
+func RegisterIndexes(ctx context.Context, indexer client.FieldIndexer) error {
+	return indexer.IndexField(ctx, &kickv1alpha1.KickRequest{}, TargetIndex, func(obj client.Object) []string {
+		kr, ok := obj.(*kickv1alpha1.KickRequest)
+		if !ok {
+			return nil
+		}
+		return []string{workload.TargetKey(kr.Spec.TargetRef.Kind, kr.Spec.TargetRef.Name)}
+	})
+}
+
+// Name is the name KICK gives the request of a workload: "<kind>-<name>"
+// in lower case, shortened with a hash suffix when too long for a name.
+func Name(kind kickv1alpha1.TargetKind, name string) string {
+	n := strings.ToLower(string(kind)) + "-" + name
+	if len(n) <= 253 {
+		return n
+	}
+	sum := sha256.Sum256([]byte(n))
+	return n[:236] + "-" + hex.EncodeToString(sum[:8])
+}
+
+// changeAnnotation parses ChangeAnnotation; zero when absent or malformed.
+func changeAnnotation(kr *kickv1alpha1.KickRequest) time.Time {
+	v, ok := kr.Annotations[ChangeAnnotation]
+	if !ok {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+func formatChange(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// isManual reports whether a person or CI created the request.
+func isManual(kr *kickv1alpha1.KickRequest) bool { return kr.Labels[ManagedByLabel] != managedByValue }

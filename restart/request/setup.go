@@ -1,0 +1,136 @@
+package request
+
+import (
+	"context"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/gitops"
+	"github.com/kick-operator/kick/restart/workload"
+	"github.com/kick-operator/kick/router"
+)
+
+// +kubebuilder:rbac:groups=kick.corewire.io,resources=kickrequests,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=kick.corewire.io,resources=kickrequests/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=kick.corewire.io,resources=kickpolicies;sourceobservations,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// Options configure the request controller and driver.
+type Options struct {
+	Router                  *router.Router
+	GitOps                  gitops.Gate
+	Metrics                 *Metrics
+	MaxConcurrentReconciles int
+	RolloutTimeout          time.Duration
+	Retention               time.Duration
+	Now                     func() time.Time
+}
+
+// SetupWithManager registers the indexes, the KickRequest controller and
+// the driver, which subscribes to source changes on the router with a
+// blocking queue so no change is ever dropped.
+func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	if err := RegisterIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.GitOps == nil {
+		opts.GitOps = gitops.Providers{}
+	}
+	wake := make(chan event.GenericEvent, 1024)
+	r := &Reconciler{
+		Client:         mgr.GetClient(),
+		APIReader:      mgr.GetAPIReader(),
+		Recorder:       mgr.GetEventRecorder("kick-request"),
+		Router:         opts.Router,
+		GitOps:         opts.GitOps,
+		Metrics:        opts.Metrics,
+		Now:            opts.Now,
+		RolloutTimeout: opts.RolloutTimeout,
+		Retention:      opts.Retention,
+	}
+	toRequests := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+		return requestsFor(ctx, mgr.GetClient(), obj)
+	})
+	toNamespaceRequests := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+		return openRequestsIn(ctx, mgr.GetClient(), obj.GetNamespace())
+	})
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("kickrequest").
+		For(&kickv1alpha1.KickRequest{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Watches(&kickv1alpha1.KickPolicy{}, toNamespaceRequests).
+		WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)})
+	for _, kind := range workload.Kinds() {
+		b = b.Watches(kind, toRequests)
+	}
+	if err := b.Complete(r); err != nil {
+		return err
+	}
+	if opts.Router == nil {
+		return nil
+	}
+	sub, err := opts.Router.Subscribe("restart-driver", router.Block, 4096, func(ev router.Event) bool {
+		_, ok := ev.(router.SourceChanged)
+		return ok
+	})
+	if err != nil {
+		return err
+	}
+	return mgr.Add(&Driver{
+		Client:  mgr.GetClient(),
+		Events:  sub,
+		Wake:    wake,
+		Metrics: opts.Metrics,
+		Workers: max(opts.MaxConcurrentReconciles, 1),
+	})
+}
+
+// requestsFor maps a workload event to the KickRequests of that workload.
+func requestsFor(ctx context.Context, c client.Reader, obj client.Object) []reconcile.Request {
+	kind := workload.KindOf(obj)
+	if kind == "" {
+		return nil
+	}
+	var list kickv1alpha1.KickRequestList
+	if err := c.List(ctx, &list, client.InNamespace(obj.GetNamespace()),
+		client.MatchingFields{TargetIndex: workload.TargetKey(kind, obj.GetName())}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, kr := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&kr)})
+	}
+	return out
+}
+
+// openRequestsIn maps a KickPolicy event to the open requests of its
+// namespace, whose gate or scope it may change.
+func openRequestsIn(ctx context.Context, c client.Reader, namespace string) []reconcile.Request {
+	var list kickv1alpha1.KickRequestList
+	if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, kr := range list.Items {
+		if !kr.Status.Phase.IsTerminal() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&kr)})
+		}
+	}
+	return out
+}

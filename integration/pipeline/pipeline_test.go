@@ -6,8 +6,17 @@
 package pipeline
 
 import (
+	"fmt"
 	"testing"
 	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/integration/cluster"
@@ -197,4 +206,176 @@ func TestSuspendHoldsAndChangesCoalesce(t *testing.T) {
 	if n := len(f.requests()); n != 2 { // web and the barrier
 		t.Fatalf("want one request per target, got %d requests", n)
 	}
+}
+
+func TestMinIntervalHoldsTheSecondRestart(t *testing.T) {
+	f := setup(t)
+	f.policy("all", selectAll+"\nrestart: {minInterval: 8s}")
+	f.secret("db", map[string]string{"password": "alpha"}, nil)
+	f.deployment("web", 1, podSpec("db"))
+	f.waitAvailable("web")
+	f.waitObservation("db")
+
+	f.setSecret("db", map[string]string{"password": "bravo"})
+	f.waitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 60*time.Second)
+	first, _ := freshness.ParseStamp(f.restartStamp("web"))
+	f.setSecret("db", map[string]string{"password": "charlie"})
+	kr := f.waitPhase("deployment-web", kickv1alpha1.PhaseWaitingForGate, 30*time.Second)
+	if kr.Status.Gate.Reason != kickv1alpha1.GateMinIntervalNotElapsed || kr.Status.Gate.RequeueAt == nil {
+		t.Fatalf("gate = %+v, want MinIntervalNotElapsed with requeueAt", kr.Status.Gate)
+	}
+	cluster.Eventually(t, 60*time.Second, "the held restart", func() (bool, error) {
+		kr, err := f.request("deployment-web")
+		return err == nil && kr.Status.RestartCount == 2 && kr.Status.Phase == kickv1alpha1.PhaseSucceeded, err
+	})
+	second, _ := freshness.ParseStamp(f.restartStamp("web"))
+	if second.Sub(first) < 8*time.Second {
+		t.Fatalf("second restart %s came %s after the first, before minInterval 8s", second, second.Sub(first))
+	}
+}
+
+// TestDenyWindowWaitsUntilItsEnd puts the cluster inside a Deny window that
+// ends a few seconds from now: the restart waits with OutsideSchedule and
+// runs at the boundary, without any further change.
+func TestDenyWindowWaitsUntilItsEnd(t *testing.T) {
+	f := setup(t)
+	now := time.Now().UTC()
+	start := now.Truncate(time.Minute)
+	end := now.Add(6 * time.Second)
+	f.policy("all", selectAll+fmt.Sprintf("\nschedule: {windows: [{type: Deny, cron: \"%d %d * * *\", duration: %s}]}",
+		start.Minute(), start.Hour(), end.Sub(start).Round(time.Second)))
+	f.secret("db", map[string]string{"password": "alpha"}, nil)
+	f.deployment("web", 1, podSpec("db"))
+	f.waitAvailable("web")
+	f.waitObservation("db")
+	f.setSecret("db", map[string]string{"password": "bravo"})
+	kr := f.waitPhase("deployment-web", kickv1alpha1.PhaseWaitingForGate, 30*time.Second)
+	if kr.Status.Gate.Reason != kickv1alpha1.GateOutsideSchedule || kr.Status.Gate.RequeueAt == nil {
+		t.Fatalf("gate = %+v, want OutsideSchedule with requeueAt at the window end", kr.Status.Gate)
+	}
+	f.waitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 60*time.Second)
+	stamp, _ := freshness.ParseStamp(f.restartStamp("web"))
+	if stamp.Before(end.Truncate(time.Second)) {
+		t.Fatalf("restarted at %s, inside the Deny window that ended at %s", stamp, end)
+	}
+}
+
+func TestDryRunRestartsNothing(t *testing.T) {
+	f := setup(t)
+	f.policy("all", selectAll+"\ndryRun: true")
+	f.secret("db", map[string]string{"password": "alpha"}, nil)
+	f.deployment("web", 1, podSpec("db"))
+	f.waitAvailable("web")
+	f.waitObservation("db")
+	f.setSecret("db", map[string]string{"password": "bravo"})
+	kr := f.waitPhase("deployment-web", kickv1alpha1.PhaseDryRun, 60*time.Second)
+	if c := meta.FindStatusCondition(kr.Status.Conditions, kickv1alpha1.ConditionStale); c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("a dry run must record the decision it took: conditions %+v", kr.Status.Conditions)
+	}
+	if got := f.replicaSets("web"); len(got) != 1 || f.restartStamp("web") != "" {
+		t.Fatalf("dry run patched the workload: ReplicaSets %v, stamp %q", got, f.restartStamp("web"))
+	}
+}
+
+func TestDependencySelectorScopesTriggers(t *testing.T) {
+	f := setup(t)
+	f.policy("all", `discovery: {workloadSelector: {}, dependencySelector: {matchLabels: {kick: "on"}}}`)
+	f.secret("watched", map[string]string{"k": "1"}, map[string]string{"kick": "on"})
+	f.secret("ignored", map[string]string{"k": "1"}, nil)
+	f.secret("canary", map[string]string{"k": "1"}, map[string]string{"kick": "on"})
+	f.deployment("web", 1, podSpec("watched", "ignored"))
+	f.deployment("canary", 1, podSpec("canary"))
+	f.waitAvailable("web")
+	f.waitAvailable("canary")
+	f.waitObservation("watched")
+	f.waitObservation("canary")
+
+	f.setSecret("ignored", map[string]string{"k": "2"})
+	f.setSecret("canary", map[string]string{"k": "2"})
+	f.waitPhase("deployment-canary", kickv1alpha1.PhaseSucceeded, 60*time.Second)
+	if got := f.replicaSets("web"); len(got) != 1 {
+		t.Fatalf("an out-of-scope Secret restarted web: %v", got)
+	}
+	f.setSecret("watched", map[string]string{"k": "2"})
+	f.waitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 60*time.Second)
+	f.waitReplicaSets("web", 2)
+}
+
+func TestStatefulSetAndDaemonSetRestart(t *testing.T) {
+	f := setup(t)
+	f.policy("all", selectAll)
+	f.secret("db", map[string]string{"password": "alpha"}, nil)
+	labels := map[string]string{"app": "store"}
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "store", Labels: labels},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To[int32](1), ServiceName: "store",
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: podSpec("db")},
+		},
+	}
+	f.create(sts)
+	dsLabels := map[string]string{"app": "agent"}
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "agent", Labels: dsLabels},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: dsLabels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: dsLabels}, Spec: podSpec("db")},
+		},
+	}
+	f.create(ds)
+	cluster.Eventually(t, 60*time.Second, "the StatefulSet and DaemonSet to be ready", func() (bool, error) {
+		if err := f.env.Client.Get(f.ctx, client.ObjectKeyFromObject(sts), sts); err != nil {
+			return false, err
+		}
+		if err := f.env.Client.Get(f.ctx, client.ObjectKeyFromObject(ds), ds); err != nil {
+			return false, err
+		}
+		return sts.Status.ReadyReplicas == 1 && ds.Status.NumberAvailable >= 1 && ds.Status.NumberAvailable == ds.Status.DesiredNumberScheduled, nil
+	})
+	f.waitObservation("db")
+	f.setSecret("db", map[string]string{"password": "bravo"})
+	for _, name := range []string{"statefulset-store", "daemonset-agent"} {
+		kr := f.waitPhase(name, kickv1alpha1.PhaseSucceeded, 90*time.Second)
+		if kr.Status.RestartCount != 1 {
+			t.Fatalf("%s: restartCount %d, want 1", name, kr.Status.RestartCount)
+		}
+	}
+	for _, obj := range []client.Object{sts, ds} {
+		if err := f.env.Client.Get(f.ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sts.Spec.Template.Annotations[freshness.RestartedAtAnnotation] == "" || ds.Spec.Template.Annotations[freshness.RestartedAtAnnotation] == "" {
+		t.Fatal("the StatefulSet or DaemonSet template carries no restart stamp")
+	}
+}
+
+func TestPausedAndScaledToZeroDeployments(t *testing.T) {
+	f := setup(t)
+	f.policy("all", selectAll)
+	f.secret("db", map[string]string{"password": "alpha"}, nil)
+	f.deployment("zero", 0, podSpec("db"))
+	f.deployment("paused", 1, podSpec("db"))
+	f.waitAvailable("zero")
+	f.waitAvailable("paused")
+	f.waitObservation("db")
+	d := &appsv1.Deployment{}
+	d.Namespace, d.Name = f.ns, "paused"
+	if err := f.env.Client.Patch(f.ctx, d, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"paused":true}}`))); err != nil {
+		t.Fatal(err)
+	}
+	f.setSecret("db", map[string]string{"password": "bravo"})
+	// Scaled to zero: nothing runs, but the template is stale and is stamped,
+	// so pods started later read the new content.
+	f.waitPhase("deployment-zero", kickv1alpha1.PhaseSucceeded, 60*time.Second)
+	kr := f.waitPhase("deployment-paused", kickv1alpha1.PhaseWaitingForRollout, 60*time.Second)
+	if c := meta.FindStatusCondition(kr.Status.Conditions, kickv1alpha1.ConditionRolloutComplete); c == nil || c.Reason != freshness.Paused {
+		t.Fatalf("a paused Deployment must wait with reason Paused: %+v", kr.Status.Conditions)
+	}
+	if err := f.env.Client.Patch(f.ctx, d, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"paused":false}}`))); err != nil {
+		t.Fatal(err)
+	}
+	f.waitPhase("deployment-paused", kickv1alpha1.PhaseSucceeded, 60*time.Second)
+	f.waitReplicaSets("paused", 2)
 }

@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -39,9 +38,13 @@ const podTemplateHashLabel = appsv1.DefaultDeploymentUniqueLabelKey
 // index); those not controlled by d's UID are ignored.
 //
 // σ is the template's restartedAt stamp when present and parseable.
-// Otherwise it is the creation time of the current ReplicaSet, moved
-// forward to the latest condition update of the Deployment (which follows
-// a rollback or resumed rollout, when the current ReplicaSet is old).
+// Otherwise it is the creation time of the current ReplicaSet. Unlike the
+// reference model, σ is not moved forward to the latest condition update:
+// conditions also change on resume, scaling and availability flaps, none of
+// which recreates pods, so advancing σ there dismisses changes the running
+// pods never saw. A change between a ReplicaSet's creation and its pods'
+// start (or a rollback to an old ReplicaSet) costs at most one extra
+// restart, the safe side.
 //
 // A paused Deployment is reported incomplete with Reason Paused: nothing
 // rolls out while it is paused, so the caller keeps waiting until it is
@@ -58,8 +61,8 @@ func Deployment(d *appsv1.Deployment, replicaSets []appsv1.ReplicaSet) Rollout {
 	if t, ok := TemplateStamp(&d.Spec.Template); ok {
 		r.Start, r.Since = t, t
 	} else if cur != nil {
-		r.Start = later(cur.CreationTimestamp.Time, latestDeploymentCondition(d.Status.Conditions))
-		r.Since = cur.CreationTimestamp.Time
+		r.Start = cur.CreationTimestamp.Time
+		r.Since = r.Start
 	}
 
 	desired := replicasOrOne(d.Spec.Replicas)
@@ -205,19 +208,6 @@ func labelsEqualIgnoringHash(a, b map[string]string) bool {
 	return n == m
 }
 
-// latestDeploymentCondition is the latest lastUpdateTime (or, when unset,
-// lastTransitionTime) among the conditions; zero when there are none.
-func latestDeploymentCondition(conds []appsv1.DeploymentCondition) time.Time {
-	var t time.Time
-	for i := range conds {
-		c := conds[i].LastUpdateTime.Time
-		if c.IsZero() {
-			c = conds[i].LastTransitionTime.Time
-		}
-		t = later(t, c)
-	}
-	return t
-}
 
 func progressDeadlineExceeded(conds []appsv1.DeploymentCondition) bool {
 	for i := range conds {

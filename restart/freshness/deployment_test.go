@@ -314,7 +314,7 @@ func TestDeployment(t *testing.T) {
 			d.Status.Conditions = []appsv1.DeploymentCondition{pc}
 			return d, []appsv1.ReplicaSet{replicaSet("web-1", depUID, at(1), v1), replicaSet("web-2", depUID, at(5), v2)}
 		},
-		want: Rollout{Start: at(6), Reason: ProgressDeadlineExceeded, ReplicaSet: "web-2"},
+		want: Rollout{Start: at(5), Reason: ProgressDeadlineExceeded, ReplicaSet: "web-2"},
 	}, {
 		name: "generation not observed, though the status looks settled",
 		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
@@ -332,7 +332,7 @@ func TestDeployment(t *testing.T) {
 		},
 		want: Rollout{Reason: GenerationNotObserved},
 	}, {
-		name: "latest condition update advances σ",
+		name: "condition updates do not advance σ (a resume or scale must not hide a change the pods never saw)",
 		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
 			d := deployment(v1)
 			d.Status.Conditions = []appsv1.DeploymentCondition{
@@ -341,9 +341,9 @@ func TestDeployment(t *testing.T) {
 			}
 			return d, []appsv1.ReplicaSet{replicaSet("web-1", depUID, at(1), v1)}
 		},
-		want: Rollout{Start: at(4), Complete: true, ReplicaSet: "web-1"},
+		want: Rollout{Start: at(1), Complete: true, ReplicaSet: "web-1"},
 	}, {
-		name: "lastTransitionTime counts when lastUpdateTime is unset",
+		name: "condition transitions do not advance σ either",
 		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
 			d := deployment(v1)
 			d.Status.Conditions = []appsv1.DeploymentCondition{
@@ -352,9 +352,9 @@ func TestDeployment(t *testing.T) {
 			}
 			return d, []appsv1.ReplicaSet{replicaSet("web-1", depUID, at(1), v1)}
 		},
-		want: Rollout{Start: at(6), Complete: true, ReplicaSet: "web-1"},
+		want: Rollout{Start: at(1), Complete: true, ReplicaSet: "web-1"},
 	}, {
-		name: "conditions older than the ReplicaSet do not move σ back",
+		name: "σ is the current ReplicaSet's creation",
 		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
 			d := deployment(v2)
 			d.Status.Conditions = []appsv1.DeploymentCondition{

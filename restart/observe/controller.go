@@ -3,7 +3,6 @@ package observe
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -166,8 +165,8 @@ func (r *SourceReconciler) reconcileSource(ctx context.Context, kind sourceKind,
 }
 
 // observed reads the fingerprint and last-write time that the cache transform stored. An
-// object that did not come through the transform (the cache was built without
-// NewCacheOptions, or a test reads from an ordinary client) is transformed on a copy.
+// object that did not come through the transform (a cache built without NewCacheOptions, or an
+// ordinary client in a test) is transformed here.
 func (r *SourceReconciler) observed(kind sourceKind, src client.Object) Observed {
 	// src is this reconcile's own copy (client.Get copies out of the cache), so transforming it
 	// in place is safe; an already transformed object is left as it is.
@@ -302,5 +301,3 @@ func logOutcome(ctx context.Context, out outcome) {
 		l.V(2).Info("source observed", kv...)
 	}
 }
-
-var errNotSetUp = errors.New("observe: SourceReconciler.SetupWithManager was not called")

@@ -28,6 +28,8 @@ import (
 	"github.com/kick-operator/kick/restart/discovery"
 )
 
+var errNotSetUp = errors.New("observe: SourceReconciler.SetupWithManager was not called")
+
 // Options configure SetupWithManager.
 type Options struct {
 	// MaxConcurrentReconciles per source kind (default 1).
@@ -132,6 +134,7 @@ func requestsFor(kind, namespace string, deps []discovery.Dependency) []reconcil
 func workloadHandler(kind string) handler.EventHandler {
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue) {
+			add(q, SourcesOf(kind, e.Object))
 		},
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue) {
 			deps := discovery.FromWorkload(e.ObjectNew)

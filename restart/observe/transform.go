@@ -38,7 +38,9 @@ func TransformSources(f *Fingerprinter) toolscache.TransformFunc {
 			if !transformed(f, &o.ObjectMeta) {
 				strip(f, &o.ObjectMeta, f.Secret(o))
 			}
-			o.Data, o.StringData = nil, nil
+			if o.Data != nil || o.StringData != nil {
+				o.Data, o.StringData = nil, nil
+			}
 		case *corev1.ConfigMap:
 			if o == nil {
 				break
@@ -46,7 +48,9 @@ func TransformSources(f *Fingerprinter) toolscache.TransformFunc {
 			if !transformed(f, &o.ObjectMeta) {
 				strip(f, &o.ObjectMeta, f.ConfigMap(o))
 			}
-			o.Data, o.BinaryData = nil, nil
+			if o.Data != nil || o.BinaryData != nil {
+				o.Data, o.BinaryData = nil, nil
+			}
 		}
 		return in, nil
 	}

@@ -1,0 +1,167 @@
+package pipeline
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/integration/cluster"
+)
+
+func (f *fx) kickRequest(name string, kind kickv1alpha1.TargetKind, target, reason string) {
+	f.t.Helper()
+	kr := &kickv1alpha1.KickRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       kickv1alpha1.KickRequestSpec{TargetRef: kickv1alpha1.TargetRef{Kind: kind, Name: target}, Reason: reason},
+	}
+	if kind == kickv1alpha1.TargetRollout {
+		kr.Spec.TargetRef.APIVersion = kickv1alpha1.ArgoRolloutsAPIVersion
+	}
+	f.create(kr)
+}
+
+// TestManualRequests: a request a person or CI creates restarts a workload
+// a policy selects exactly once, and fails with a clear reason for a
+// workload no policy selects, a missing workload or an inactive kind.
+func TestManualRequests(t *testing.T) {
+	f := setup(t)
+	f.policy("web-only", `discovery: {workloadSelector: {matchLabels: {app: web}}}`)
+	f.secret("db", map[string]string{"password": "alpha"}, nil)
+	f.deployment("web", 1, podSpec("db"))
+	f.deployment("other", 1, podSpec("db"))
+	f.waitAvailable("web")
+	f.waitAvailable("other")
+
+	f.kickRequest("rotate-web", kickv1alpha1.TargetDeployment, "web", "credential rotated by CI")
+	kr := f.waitPhase("rotate-web", kickv1alpha1.PhaseSucceeded, 60*time.Second)
+	if kr.Status.RestartCount != 1 {
+		t.Fatalf("restartCount = %d, want 1", kr.Status.RestartCount)
+	}
+	f.waitReplicaSets("web", 2)
+
+	f.kickRequest("rotate-other", kickv1alpha1.TargetDeployment, "other", "")
+	kr = f.waitPhase("rotate-other", kickv1alpha1.PhaseFailed, 30*time.Second)
+	if kr.Status.Gate == nil || !strings.Contains(completedMessage(kr), "no KickPolicy") {
+		t.Fatalf("an unselected target must fail saying no KickPolicy selects it: %+v", kr.Status.Conditions)
+	}
+	if got := f.replicaSets("other"); len(got) != 1 {
+		t.Fatalf("a request for an unselected workload restarted it: %v", got)
+	}
+
+	f.kickRequest("ghost", kickv1alpha1.TargetDeployment, "ghost", "")
+	kr = f.waitPhase("ghost", kickv1alpha1.PhaseFailed, 30*time.Second)
+	if !strings.Contains(completedMessage(kr), "does not exist") {
+		t.Fatalf("a missing target must fail saying so: %+v", kr.Status.Conditions)
+	}
+	f.kickRequest("canary", kickv1alpha1.TargetRollout, "canary", "")
+	kr = f.waitPhase("canary", kickv1alpha1.PhaseFailed, 30*time.Second)
+	if !strings.Contains(completedMessage(kr), "--enable-argo-rollouts") {
+		t.Fatalf("a Rollout target without the integration must say how to enable it: %+v", kr.Status.Conditions)
+	}
+}
+
+func completedMessage(kr *kickv1alpha1.KickRequest) string {
+	for _, c := range kr.Status.Conditions {
+		if c.Type == "Completed" {
+			return c.Message
+		}
+	}
+	return ""
+}
+
+// TestBrokenScheduleIsAConfigurationError: a cron the API server accepts
+// (five fields) but that cannot be parsed holds restarts back with a clear
+// reason instead of restarting or crashing.
+func TestBrokenScheduleIsAConfigurationError(t *testing.T) {
+	f := setup(t)
+	f.policy("all", selectAll+"\nschedule: {windows: [{type: Allow, cron: \"61 * * * *\", duration: 1h}]}")
+	f.secret("db", map[string]string{"password": "alpha"}, nil)
+	f.deployment("web", 1, podSpec("db"))
+	f.waitAvailable("web")
+	f.waitObservation("db")
+	f.setSecret("db", map[string]string{"password": "bravo"})
+	kr := f.waitPhase("deployment-web", kickv1alpha1.PhaseWaitingForGate, 30*time.Second)
+	if kr.Status.Gate.Reason != kickv1alpha1.GateConfigurationError || !strings.Contains(kr.Status.Gate.Message, "window 0") {
+		t.Fatalf("gate = %+v, want ConfigurationError naming window 0", kr.Status.Gate)
+	}
+	if got := f.replicaSets("web"); len(got) != 1 {
+		t.Fatalf("a broken schedule let a restart through: %v", got)
+	}
+}
+
+// TestManagerRestartDuringRolloutDoesNotRestartTwice kills the manager
+// while the rollout it started is still in progress (the node is cordoned,
+// so the new pod cannot be scheduled) and starts a new one: it must keep
+// following the same rollout, and finish it once the node is back.
+func TestManagerRestartDuringRolloutDoesNotRestartTwice(t *testing.T) {
+	f := setup(t)
+	f.policy("all", selectAll)
+	f.secret("db", map[string]string{"password": "alpha"}, nil)
+	f.deployment("web", 1, podSpec("db"))
+	f.waitAvailable("web")
+	f.waitObservation("db")
+
+	f.cordon(true)
+	t.Cleanup(func() { f.cordon(false) })
+	f.setSecret("db", map[string]string{"password": "bravo"})
+	kr := f.waitPhase("deployment-web", kickv1alpha1.PhaseExecuting, 60*time.Second)
+	stamp := f.restartStamp("web")
+	if stamp == "" || kr.Status.CurrentRollout == nil || kr.Status.CurrentRollout.RestartedAt != stamp {
+		t.Fatalf("executing request without a matching marker: stamp %q, marker %+v", stamp, kr.Status.CurrentRollout)
+	}
+
+	f.mgr.Kill()
+	f.mgr = f.env.StartManager(t, managerNamespace)
+	f.barrierOnOtherNode()
+	if got := f.restartStamp("web"); got != stamp {
+		t.Fatalf("the new manager restarted again: stamp %q → %q", stamp, got)
+	}
+	f.cordon(false)
+	kr = f.waitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 90*time.Second)
+	if kr.Status.RestartCount != 1 || f.restartStamp("web") != stamp {
+		t.Fatalf("want one restart with stamp %s, got restartCount %d stamp %s", stamp, kr.Status.RestartCount, f.restartStamp("web"))
+	}
+	f.waitReplicaSets("web", 2)
+}
+
+// cordon marks every node unschedulable (or schedulable again).
+func (f *fx) cordon(on bool) {
+	f.t.Helper()
+	var nodes corev1.NodeList
+	if err := f.env.Client.List(f.ctx, &nodes); err != nil {
+		f.t.Fatal(err)
+	}
+	patch := []byte(`{"spec":{"unschedulable":false}}`)
+	if on {
+		patch = []byte(`{"spec":{"unschedulable":true}}`)
+	}
+	for i := range nodes.Items {
+		if err := f.env.Client.Patch(f.ctx, &nodes.Items[i], client.RawPatch(types.MergePatchType, patch)); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
+
+// barrierOnOtherNode is a barrier that needs no scheduling: a scaled-to-zero
+// canary restarts without pods, so it works while nodes are cordoned.
+func (f *fx) barrierOnOtherNode() {
+	f.t.Helper()
+	name := "zero-canary"
+	f.secret(name, map[string]string{"v": "1"}, nil)
+	f.deployment(name, 0, podSpec(name))
+	cluster.Eventually(f.t, 60*time.Second, "the zero canary to settle", func() (bool, error) {
+		var d appsv1.Deployment
+		err := f.env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: name}, &d)
+		return err == nil && d.Status.ObservedGeneration >= d.Generation, err
+	})
+	f.waitObservation(name)
+	f.setSecret(name, map[string]string{"v": "2"})
+	f.waitPhase("deployment-"+name, kickv1alpha1.PhaseSucceeded, 60*time.Second)
+}

@@ -7,6 +7,7 @@ package pipeline
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -378,4 +379,46 @@ func TestPausedAndScaledToZeroDeployments(t *testing.T) {
 	}
 	f.waitPhase("deployment-paused", kickv1alpha1.PhaseSucceeded, 60*time.Second)
 	f.waitReplicaSets("paused", 2)
+}
+
+// TestSecretsStaySecret: no Secret value or key name reaches the manager's
+// log, events, request or observation status, or metrics.
+func TestSecretsStaySecret(t *testing.T) {
+	f := setup(t)
+	const key, value, newValue = "KICK_SENTINEL_KEY_7f3a", "sentinel-value-9c2e41", "sentinel-value-b81d07"
+	f.policy("all", selectAll)
+	f.secret("db", map[string]string{key: value}, nil)
+	f.deployment("web", 1, podSpec("db"))
+	f.waitAvailable("web")
+	f.waitObservation("db")
+	f.setSecret("db", map[string]string{key: newValue})
+	kr := f.waitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 60*time.Second)
+	rec := f.waitObservation("db")
+	var events corev1.EventList
+	if err := f.env.Client.List(f.ctx, &events, client.InNamespace(f.ns)); err != nil {
+		t.Fatal(err)
+	}
+	metrics, err := f.mgr.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	places := map[string]string{
+		"manager log":        f.mgr.Log(),
+		"events":             fmt.Sprintf("%+v", events.Items),
+		"request":            fmt.Sprintf("%+v", kr),
+		"observation record": fmt.Sprintf("%+v", rec),
+		"metrics":            metrics,
+	}
+	for where, text := range places {
+		for _, secret := range []string{key, value, newValue} {
+			if strings.Contains(text, secret) {
+				t.Errorf("%s contains Secret material %q", where, secret)
+			}
+		}
+	}
+	for _, want := range []string{`kick_restarts_total{provider="none",result="started"}`, `kick_requests_total{provider="none",result="succeeded"}`, "kick_change_to_restart_seconds_count"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics do not contain %s", want)
+		}
+	}
 }

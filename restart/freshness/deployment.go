@@ -208,7 +208,6 @@ func labelsEqualIgnoringHash(a, b map[string]string) bool {
 	return n == m
 }
 
-
 func progressDeadlineExceeded(conds []appsv1.DeploymentCondition) bool {
 	for i := range conds {
 		if conds[i].Type == appsv1.DeploymentProgressing && conds[i].Reason == ProgressDeadlineExceeded {

@@ -46,5 +46,6 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 		MaxConcurrentReconciles: opts.maxConcurrent,
 		RolloutTimeout:          opts.rolloutTimeout,
 		Retention:               opts.requestRetention,
+		EnqueueSources:          observer.EnqueueSourcesOf,
 	})
 }

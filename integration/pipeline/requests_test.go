@@ -165,3 +165,36 @@ func (f *fx) barrierOnOtherNode() {
 	f.setSecret(name, map[string]string{"v": "2"})
 	f.waitPhase("deployment-"+name, kickv1alpha1.PhaseSucceeded, 60*time.Second)
 }
+
+// TestNewPolicyAdoptsStaleWorkloadsOnly: when a KickPolicy starts selecting
+// workloads, one whose pods are older than a change KICK already recorded
+// restarts once, and one that is fresh gets no request at all.
+func TestNewPolicyAdoptsStaleWorkloadsOnly(t *testing.T) {
+	f := setup(t)
+	f.policy("web-only", `discovery: {workloadSelector: {matchLabels: {app: web}}}`)
+	f.secret("db", map[string]string{"password": "alpha"}, nil)
+	f.secret("cfg", map[string]string{"mode": "a"}, nil)
+	f.deployment("web", 1, podSpec("db"))
+	f.deployment("other", 1, podSpec("db"))
+	f.deployment("quiet", 1, podSpec("cfg"))
+	for _, d := range []string{"web", "other", "quiet"} {
+		f.waitAvailable(d)
+	}
+	f.waitObservation("db")
+	f.setSecret("db", map[string]string{"password": "bravo"})
+	f.waitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 60*time.Second)
+	if got := f.replicaSets("other"); len(got) != 1 {
+		t.Fatalf("an unselected workload restarted: %v", got)
+	}
+
+	f.policy("the-rest", `discovery: {workloadSelector: {matchExpressions: [{key: app, operator: In, values: [other, quiet]}]}}`)
+	f.waitPhase("deployment-other", kickv1alpha1.PhaseSucceeded, 60*time.Second)
+	f.waitReplicaSets("other", 2)
+	f.waitObservation("cfg")
+	if _, err := f.request("deployment-quiet"); err == nil {
+		t.Fatal("a fresh workload got a KickRequest when a policy adopted it")
+	}
+	if got := f.replicaSets("quiet"); len(got) != 1 {
+		t.Fatalf("a fresh workload restarted on adoption: %v", got)
+	}
+}

@@ -36,6 +36,9 @@ type Options struct {
 	RolloutTimeout          time.Duration
 	Retention               time.Duration
 	Now                     func() time.Time
+	// EnqueueSources asks the source observer to (re)observe the sources of
+	// workloads; used when a KickPolicy starts selecting workloads.
+	EnqueueSources func(ctx context.Context, workloads ...client.Object) error
 }
 
 // SetupWithManager registers the indexes, the KickRequest controller and
@@ -92,13 +95,20 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	if err != nil {
 		return err
 	}
-	return mgr.Add(&Driver{
+	driver := &Driver{
 		Client:  mgr.GetClient(),
 		Events:  sub,
 		Wake:    wake,
 		Metrics: opts.Metrics,
 		Workers: max(opts.MaxConcurrentReconciles, 1),
-	})
+	}
+	if err := mgr.Add(driver); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("kickpolicy-adopt").
+		For(&kickv1alpha1.KickPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Complete(&adopter{client: mgr.GetClient(), driver: driver, enqueueSources: opts.EnqueueSources})
 }
 
 // requestsFor maps a workload event to the KickRequests of that workload.

@@ -62,3 +62,28 @@ func (r Ref) Key() string { return TargetKey(r.Kind, r.Name) }
 
 // TargetKey is the index value naming a workload within its namespace.
 func TargetKey(kind kickv1alpha1.TargetKind, name string) string { return string(kind) + "/" + name }
+
+// Lists returns an empty list object per built-in workload kind.
+func Lists() []client.ObjectList {
+	return []client.ObjectList{&appsv1.DeploymentList{}, &appsv1.StatefulSetList{}, &appsv1.DaemonSetList{}}
+}
+
+// Items returns the workloads held in a list from Lists.
+func Items(list client.ObjectList) []client.Object {
+	var out []client.Object
+	switch l := list.(type) {
+	case *appsv1.DeploymentList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *appsv1.StatefulSetList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *appsv1.DaemonSetList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	}
+	return out
+}

@@ -198,3 +198,28 @@ func TestNewPolicyAdoptsStaleWorkloadsOnly(t *testing.T) {
 		t.Fatalf("a fresh workload restarted on adoption: %v", got)
 	}
 }
+
+// TestRolloutTimeoutAndRetention: a rollout that cannot finish fails the
+// request after --rollout-timeout, and finished requests are deleted after
+// --request-retention.
+func TestRolloutTimeoutAndRetention(t *testing.T) {
+	f := setup(t, "--rollout-timeout=4s", "--request-retention=6s")
+	f.policy("all", selectAll)
+	f.secret("db", map[string]string{"password": "alpha"}, nil)
+	f.deployment("web", 1, podSpec("db"))
+	f.waitAvailable("web")
+	f.waitObservation("db")
+
+	f.cordon(true)
+	t.Cleanup(func() { f.cordon(false) })
+	f.setSecret("db", map[string]string{"password": "bravo"})
+	kr := f.waitPhase("deployment-web", kickv1alpha1.PhaseFailed, 60*time.Second)
+	if !strings.Contains(completedMessage(kr), "did not complete within 4s") {
+		t.Fatalf("a timed-out rollout must say so: %+v", kr.Status.Conditions)
+	}
+	f.cordon(false)
+	cluster.Eventually(t, 60*time.Second, "the finished request to be deleted after its retention", func() (bool, error) {
+		_, err := f.request("deployment-web")
+		return err != nil && client.IgnoreNotFound(err) == nil, err
+	})
+}

@@ -87,6 +87,14 @@ type SourceObservationSpec struct {
 	// +optional
 	LastRelevantChangeTime *NanoTime `json:"lastRelevantChangeTime,omitempty"`
 
+	// BaselineObservedAt is, for a baseline, the moment KICK first recorded
+	// the content. The API server dates writes only to the second, so the
+	// content came to be somewhere between lastRelevantChangeTime and the
+	// end of that second, and no later than this moment; KICK uses that
+	// bound against its own sub-second restart stamps.
+	// +optional
+	BaselineObservedAt *NanoTime `json:"baselineObservedAt,omitempty"`
+
 	// RelevantFingerprint is the hex HMAC of the content that matters
 	// (data, type, immutability), keyed with the installation's secret key.
 	// It is never a plain hash of the data.

@@ -44,19 +44,57 @@ const (
 //
 // latestChange must keep its sub-second part; truncating it to seconds
 // would make a change in the same second as the rollout look fresh.
-func Decide(latestChange time.Time, r Rollout) Verdict {
+func Decide(latestChange Change, r Rollout) Verdict {
 	switch {
 	case !r.Complete:
 		return InProgress
-	case latestChange.After(r.Start):
+	case Newer(latestChange, r.Start):
 		return Stale
 	default:
 		return Fresh
 	}
 }
 
+// Change is when the newest relevant change came to be, as an interval:
+// a change KICK saw happen is exact (Earliest == Latest); one dated from the
+// API server's whole-second timestamps (a first observation) lies somewhere
+// between Earliest and Latest.
+type Change struct {
+	Earliest, Latest time.Time
+}
+
+// At is an exactly known change.
+func At(t time.Time) Change { return Change{Earliest: t, Latest: t} }
+
+// IsZero reports that no change is known.
+func (c Change) IsZero() bool { return c.Latest.IsZero() }
+
+// Max is the newer of two changes, bound by bound.
+func (c Change) Max(o Change) Change {
+	return Change{Earliest: later(c.Earliest, o.Earliest), Latest: later(c.Latest, o.Latest)}
+}
+
+// Newer reports whether a change may be newer than a rollout start.
+//
+// A start known only to the second (taken from a Kubernetes timestamp) is
+// compared with the earliest bound, strictly: equal whole seconds count as
+// fresh, as the model requires, so adopting a workload applied together
+// with its Secrets restarts nothing. A start KICK knows to the nanosecond
+// (its own restart stamp) is compared with the latest bound: a Secret
+// created in the same second as a restart, and seen after it, may be
+// missing from the pods, so it counts as newer (the safe side).
+func Newer(c Change, start time.Time) bool {
+	if c.IsZero() {
+		return false
+	}
+	if start.Nanosecond() == 0 {
+		return c.Earliest.After(start)
+	}
+	return c.Latest.After(start)
+}
+
 // Explain says in one line why Decide reaches its verdict.
-func Explain(latestChange time.Time, r Rollout) string {
+func Explain(latestChange Change, r Rollout) string {
 	switch Decide(latestChange, r) {
 	case InProgress:
 		msg := "rollout not complete (" + r.Reason + ")"
@@ -66,15 +104,22 @@ func Explain(latestChange time.Time, r Rollout) string {
 		return msg + "; freshness is decided once it completes"
 	case Stale:
 		return fmt.Sprintf("dependency changed at %s, after the rollout started at %s: restart needed",
-			explainTime(latestChange), explainTime(r.Start))
+			explainChange(latestChange), explainTime(r.Start))
 	default:
 		if latestChange.IsZero() {
 			return fmt.Sprintf("no dependency change recorded; rollout started at %s: no restart needed",
 				explainTime(r.Start))
 		}
 		return fmt.Sprintf("dependency changed at %s, not after the rollout started at %s: no restart needed",
-			explainTime(latestChange), explainTime(r.Start))
+			explainChange(latestChange), explainTime(r.Start))
 	}
+}
+
+func explainChange(c Change) string {
+	if c.Earliest.Equal(c.Latest) {
+		return explainTime(c.Latest)
+	}
+	return explainTime(c.Earliest) + " (recorded to the second; seen by " + explainTime(c.Latest) + ")"
 }
 
 func explainTime(t time.Time) string {
@@ -82,14 +127,4 @@ func explainTime(t time.Time) string {
 		return "(unknown)"
 	}
 	return t.UTC().Format(time.RFC3339Nano)
-}
-
-// LatestChange returns the latest of changes, or the zero time when there
-// are none.
-func LatestChange(changes []time.Time) time.Time {
-	var t time.Time
-	for _, c := range changes {
-		t = later(t, c)
-	}
-	return t
 }

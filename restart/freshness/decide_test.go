@@ -51,7 +51,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Decide(tc.change, tc.r); got != tc.want {
+			if got := Decide(At(tc.change), tc.r); got != tc.want {
 				t.Fatalf("Decide = %s, want %s", got, tc.want)
 			}
 		})
@@ -67,10 +67,10 @@ func TestDecideDeploymentStampSameSecond(t *testing.T) {
 	if !r.Complete {
 		t.Fatalf("rollout not complete: %+v", r)
 	}
-	if got := Decide(stamp.Add(time.Nanosecond), r); got != Stale {
+	if got := Decide(At(stamp.Add(time.Nanosecond)), r); got != Stale {
 		t.Fatalf("change 1ns after stamp: %s, want Stale", got)
 	}
-	if got := Decide(stamp, r); got != Fresh {
+	if got := Decide(At(stamp), r); got != Fresh {
 		t.Fatalf("change at stamp: %s, want Fresh", got)
 	}
 }
@@ -95,7 +95,7 @@ func TestExplain(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Explain(tc.change, tc.r)
+			got := Explain(At(tc.change), tc.r)
 			if got != tc.want {
 				t.Fatalf("Explain =\n  %q\nwant\n  %q", got, tc.want)
 			}
@@ -106,26 +106,27 @@ func TestExplain(t *testing.T) {
 	}
 }
 
-func TestLatestChange(t *testing.T) {
-	a := time.Date(2026, 5, 1, 10, 0, 0, 1, time.UTC)
-	b := a.Add(time.Nanosecond)
-	c := a.Add(-time.Hour)
-	tests := []struct {
-		name string
-		in   []time.Time
-		want time.Time
+func TestNewerWithMixedPrecision(t *testing.T) {
+	stamp := time.Date(2026, 11, 29, 13, 27, 11, 30_000_000, time.UTC) // a KICK restart stamp
+	second := time.Date(2026, 11, 29, 13, 27, 11, 0, time.UTC)          // a Kubernetes timestamp
+	baseline := func(seen time.Time) Change { return Change{Earliest: second, Latest: seen} }
+	for _, tc := range []struct {
+		name   string
+		change Change
+		start  time.Time
+		want   bool
 	}{
-		{"none", nil, time.Time{}},
-		{"one", []time.Time{c}, c},
-		{"max in the middle", []time.Time{a, b, c}, b},
-		{"max last, 1ns apart", []time.Time{c, a, b}, b},
-		{"zero entries ignored", []time.Time{{}, a, {}}, a},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := LatestChange(tc.in); !got.Equal(tc.want) {
-				t.Fatalf("LatestChange = %v, want %v", got, tc.want)
-			}
-		})
+		{"exact, strictly later", At(stamp.Add(time.Nanosecond)), stamp, true},
+		{"exact, equal", At(stamp), stamp, false},
+		{"exact, earlier", At(stamp.Add(-time.Nanosecond)), stamp, false},
+		{"baseline seen after the stamp, same second", baseline(stamp.Add(time.Millisecond)), stamp, true},
+		{"baseline seen before the stamp", baseline(stamp.Add(-time.Millisecond)), stamp, false},
+		{"baseline vs a whole-second start in the same second", baseline(second.Add(900 * time.Millisecond)), second, false},
+		{"baseline vs a whole-second start a second earlier", baseline(second.Add(time.Millisecond)), second.Add(-time.Second), true},
+		{"no change", Change{}, stamp, false},
+	} {
+		if got := Newer(tc.change, tc.start); got != tc.want {
+			t.Errorf("%s: Newer = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -165,10 +165,10 @@ func TestStampSameSecondOtherKinds(t *testing.T) {
 	d := daemonSet()
 	d.Spec.Template.Annotations = map[string]string{RestartedAtAnnotation: FormatStamp(stamp)}
 	for name, r := range map[string]Rollout{"StatefulSet": StatefulSet(s), "DaemonSet": DaemonSet(d)} {
-		if got := Decide(stamp.Add(time.Nanosecond), r); got != Stale {
+		if got := Decide(At(stamp.Add(time.Nanosecond)), r); got != Stale {
 			t.Errorf("%s: change 1ns after stamp: %s, want Stale", name, got)
 		}
-		if got := Decide(stamp, r); got != Fresh {
+		if got := Decide(At(stamp), r); got != Fresh {
 			t.Errorf("%s: change at stamp: %s, want Fresh", name, got)
 		}
 	}

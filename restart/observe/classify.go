@@ -78,7 +78,9 @@ func Next(prev *kickv1alpha1.SourceObservationSpec, class Class, o Observed, now
 		spec.Class = kickv1alpha1.ObservationBaseline
 		spec.LastRelevantResourceVersion = o.ResourceVersion
 		spec.LastRelevantChangeTime = nanoPtr(o.LastWrite)
+		spec.BaselineObservedAt = nanoPtr(now)
 	case Relevant:
+		spec.BaselineObservedAt = nil
 		spec.Class = kickv1alpha1.ObservationRelevant
 		spec.LastRelevantResourceVersion = o.ResourceVersion
 		theta := now
@@ -90,6 +92,7 @@ func Next(prev *kickv1alpha1.SourceObservationSpec, class Class, o Observed, now
 		if spec.LastRelevantChangeTime == nil || spec.LastRelevantChangeTime.IsZero() {
 			// A record without a change time has nothing to keep; date it like a baseline.
 			spec.LastRelevantChangeTime = nanoPtr(o.LastWrite)
+			spec.BaselineObservedAt = nanoPtr(now)
 			spec.Class = kickv1alpha1.ObservationBaseline
 		}
 		if spec.LastRelevantResourceVersion == "" {

@@ -25,7 +25,11 @@ func (r *Reconciler) announce(ctx context.Context, orig, kr *kickv1alpha1.KickRe
 		if s.event.warning {
 			typ = corev1.EventTypeWarning
 		}
-		r.Recorder.Eventf(kr, nil, typ, s.event.reason, string(to), "%s", s.event.message)
+		msg := s.event.message
+		if kr.Spec.Reason != "" {
+			msg += " (requested: " + kr.Spec.Reason + ")"
+		}
+		r.Recorder.Eventf(kr, nil, typ, s.event.reason, string(to), "%s", msg)
 	}
 	if to.IsTerminal() {
 		r.Metrics.outcome(kr.Status.Provider, to)

@@ -120,13 +120,13 @@ func (d *Driver) ensure(ctx context.Context, ref router.ObjectRef, changed time.
 		d.Metrics.decision("unmanaged")
 		return nil
 	}
-	latestChange := changed
+	latestChange := exactly(changed)
 	if sel.Policy != nil {
 		recorded, err := LatestChange(ctx, d.Client, obj, sel.Policy)
 		if err != nil {
 			return err
 		}
-		latestChange = latest(changed, recorded)
+		latestChange = latest(exactly(changed), recorded)
 		rollout, err := workload.Inspect(ctx, d.Client, obj)
 		if err != nil {
 			return err
@@ -144,7 +144,7 @@ func (d *Driver) ensure(ctx context.Context, ref router.ObjectRef, changed time.
 	return d.create(ctx, kind, obj, latestChange)
 }
 
-func (d *Driver) create(ctx context.Context, kind kickv1alpha1.TargetKind, obj client.Object, changed time.Time) error {
+func (d *Driver) create(ctx context.Context, kind kickv1alpha1.TargetKind, obj client.Object, changed freshness.Change) error {
 	kr := &kickv1alpha1.KickRequest{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:   obj.GetNamespace(),
@@ -171,12 +171,13 @@ func (d *Driver) create(ctx context.Context, kind kickv1alpha1.TargetKind, obj c
 
 // annotate records a change the request must answer; for a finished
 // request this reopens it (the reconciler sees the newer change).
-func (d *Driver) annotate(ctx context.Context, kr *kickv1alpha1.KickRequest, changed time.Time) error {
-	if !changed.After(changeAnnotation(kr)) {
+func (d *Driver) annotate(ctx context.Context, kr *kickv1alpha1.KickRequest, changed freshness.Change) error {
+	known := changeAnnotation(kr)
+	if !newerChange(changed, known) {
 		d.wake(ctx, kr)
 		return nil
 	}
-	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ChangeAnnotation, formatChange(changed)))
+	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ChangeAnnotation, formatChange(latest(changed, known))))
 	if err := d.Client.Patch(ctx, kr, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return client.IgnoreNotFound(err)
 	}
@@ -199,12 +200,12 @@ func (d *Driver) wake(ctx context.Context, kr *kickv1alpha1.KickRequest) {
 // change up to latestChange: the rollout is complete and fresh, or it is
 // still in progress but every pod of its template was created after the
 // change (typical when a workload and its Secrets are applied together).
-func alreadyCarried(latestChange time.Time, r freshness.Rollout) bool {
+func alreadyCarried(latestChange freshness.Change, r freshness.Rollout) bool {
 	switch freshness.Decide(latestChange, r) {
 	case freshness.Fresh:
 		return true
 	case freshness.InProgress:
-		return !r.Since.IsZero() && !latestChange.After(r.Since)
+		return !r.Since.IsZero() && !freshness.Newer(latestChange, r.Since)
 	}
 	return false
 }

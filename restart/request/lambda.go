@@ -10,14 +10,17 @@ import (
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/discovery"
+	"github.com/kick-operator/kick/restart/freshness"
 	"github.com/kick-operator/kick/restart/policy"
 )
 
-// LatestChange returns Λ(w): the newest relevant change time recorded for
-// the workload's in-scope dependencies (model §6), read from the cached
-// observation records and the sources' cached labels.
-func LatestChange(ctx context.Context, c client.Reader, w client.Object, p *kickv1alpha1.KickPolicy) (time.Time, error) {
-	var latest time.Time
+// LatestChange returns Λ(w): the newest relevant change recorded for the
+// workload's in-scope dependencies (model §6), read from the cached
+// observation records and the sources' cached labels. A baseline is known
+// only to the second, so it spans from its recorded write to the moment
+// KICK first saw it.
+func LatestChange(ctx context.Context, c client.Reader, w client.Object, p *kickv1alpha1.KickPolicy) (freshness.Change, error) {
+	var latest freshness.Change
 	for _, dep := range discovery.FromWorkload(w) {
 		if dep.Kind != string(kickv1alpha1.SourceSecret) && dep.Kind != string(kickv1alpha1.SourceConfigMap) {
 			continue
@@ -28,20 +31,39 @@ func LatestChange(ctx context.Context, c client.Reader, w client.Object, p *kick
 			if apierrors.IsNotFound(err) {
 				continue
 			}
-			return time.Time{}, err
+			return freshness.Change{}, err
 		}
-		if rec.Spec.LastRelevantChangeTime == nil || !rec.Spec.LastRelevantChangeTime.After(latest) {
+		change := recordedChange(&rec.Spec)
+		if change.IsZero() || (!change.Earliest.After(latest.Earliest) && !change.Latest.After(latest.Latest)) {
 			continue
 		}
 		in, err := sourceInScope(ctx, c, w.GetNamespace(), dep, p)
 		if err != nil {
-			return time.Time{}, err
+			return freshness.Change{}, err
 		}
 		if in {
-			latest = rec.Spec.LastRelevantChangeTime.Time
+			latest = latest.Max(change)
 		}
 	}
 	return latest, nil
+}
+
+// recordedChange reads the change interval of an observation record.
+func recordedChange(spec *kickv1alpha1.SourceObservationSpec) freshness.Change {
+	if spec.LastRelevantChangeTime == nil {
+		return freshness.Change{}
+	}
+	c := freshness.At(spec.LastRelevantChangeTime.Time)
+	if spec.Class == kickv1alpha1.ObservationBaseline && spec.LastRelevantChangeTime.Nanosecond() == 0 {
+		// Recorded to the second: the write happened before the end of
+		// that second and before KICK saw it.
+		end := c.Earliest.Add(time.Second - time.Nanosecond)
+		if seen := spec.BaselineObservedAt; seen != nil && seen.Before(end) && !seen.Before(c.Earliest) {
+			end = seen.Time
+		}
+		c.Latest = end
+	}
+	return c
 }
 
 func sourceInScope(ctx context.Context, c client.Reader, namespace string, dep discovery.Dependency, p *kickv1alpha1.KickPolicy) (bool, error) {
@@ -64,19 +86,29 @@ func sourceInScope(ctx context.Context, c client.Reader, namespace string, dep d
 // manualChange is the change time a person's or CI's request stands for:
 // the end of the second it was created in (creation times are whole
 // seconds), so a rollout that started before the request never satisfies it.
-func manualChange(kr *kickv1alpha1.KickRequest) time.Time {
+func manualChange(kr *kickv1alpha1.KickRequest) freshness.Change {
 	if !isManual(kr) || kr.CreationTimestamp.IsZero() {
-		return time.Time{}
+		return freshness.Change{}
 	}
-	return kr.CreationTimestamp.Time.Add(time.Second - time.Nanosecond)
+	// Treated as exact at the end of the creation second: a person asked for
+	// a restart, so when a rollout falls in the same second the request
+	// still restarts rather than risk being satisfied by an older rollout.
+	return freshness.At(kr.CreationTimestamp.Time.Add(time.Second - time.Nanosecond))
 }
 
-func latest(ts ...time.Time) time.Time {
-	var out time.Time
-	for _, t := range ts {
-		if t.After(out) {
-			out = t
-		}
+// latest combines changes, bound by bound.
+func latest(cs ...freshness.Change) freshness.Change {
+	var out freshness.Change
+	for _, c := range cs {
+		out = out.Max(c)
 	}
 	return out
+}
+
+// exactly wraps a known instant (zero stays zero).
+func exactly(t time.Time) freshness.Change {
+	if t.IsZero() {
+		return freshness.Change{}
+	}
+	return freshness.At(t)
 }

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/restart/freshness"
 	"github.com/kick-operator/kick/restart/workload"
 )
 
@@ -52,20 +53,40 @@ func Name(kind kickv1alpha1.TargetKind, name string) string {
 	return n[:236] + "-" + hex.EncodeToString(sum[:8])
 }
 
-// changeAnnotation parses ChangeAnnotation; zero when absent or malformed.
-func changeAnnotation(kr *kickv1alpha1.KickRequest) time.Time {
+// changeAnnotation parses ChangeAnnotation: "<earliest>" for an exact
+// change, "<earliest>/<latest>" for one known only to the second. Zero when
+// absent or malformed.
+func changeAnnotation(kr *kickv1alpha1.KickRequest) freshness.Change {
 	v, ok := kr.Annotations[ChangeAnnotation]
 	if !ok {
-		return time.Time{}
+		return freshness.Change{}
 	}
-	t, err := time.Parse(time.RFC3339Nano, v)
+	first, second, interval := strings.Cut(v, "/")
+	e, err := time.Parse(time.RFC3339Nano, first)
 	if err != nil {
-		return time.Time{}
+		return freshness.Change{}
 	}
-	return t
+	c := freshness.At(e)
+	if interval {
+		if l, err := time.Parse(time.RFC3339Nano, second); err == nil && l.After(e) {
+			c.Latest = l
+		}
+	}
+	return c
 }
 
-func formatChange(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+func formatChange(c freshness.Change) string {
+	out := c.Earliest.UTC().Format(time.RFC3339Nano)
+	if c.Latest.After(c.Earliest) {
+		out += "/" + c.Latest.UTC().Format(time.RFC3339Nano)
+	}
+	return out
+}
+
+// newerChange reports whether c adds anything to known.
+func newerChange(c, known freshness.Change) bool {
+	return c.Earliest.After(known.Earliest) || c.Latest.After(known.Latest)
+}
 
 // isManual reports whether a person or CI created the request.
 func isManual(kr *kickv1alpha1.KickRequest) bool { return kr.Labels[ManagedByLabel] != managedByValue }

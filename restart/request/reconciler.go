@@ -16,6 +16,7 @@ import (
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/gitops"
+	"github.com/kick-operator/kick/restart/execute"
 	"github.com/kick-operator/kick/restart/freshness"
 	"github.com/kick-operator/kick/restart/schedule"
 	"github.com/kick-operator/kick/restart/workload"
@@ -71,7 +72,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The marker is durable now; only then touch the workload, so a crash
 		// between the two writes re-applies the same stamp instead of
 		// restarting twice.
-		if err := workload.Restart(ctx, r.Client, s.target, s.restartStamp); err != nil {
+		if err := execute.Restart(ctx, r.Client, s.target, s.restartStamp); err != nil {
 			r.Metrics.error("kickrequest", "RestartPatch")
 			return ctrl.Result{}, fmt.Errorf("restart %s: %w", s.targetRef(), err)
 		}
@@ -104,7 +105,7 @@ type step struct {
 
 	target       client.Object
 	policy       *kickv1alpha1.KickPolicy
-	latest       time.Time
+	latest       freshness.Change
 	restartStamp string
 	deleted      bool
 	reopened     bool
@@ -127,8 +128,11 @@ func (s *step) run(ctx context.Context) (ctrl.Result, error) {
 		st.Phase = kickv1alpha1.PhasePending
 	}
 	if st.Phase.IsTerminal() {
-		change := changeAnnotation(s.kr)
-		if !change.After(microTime(st.LatestObservedDependencyChange)) {
+		reopen, err := s.staleAgain(ctx)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !reopen {
 			return s.retain(ctx)
 		}
 		s.reopen()
@@ -168,9 +172,10 @@ func (s *step) run(ctx context.Context) (ctrl.Result, error) {
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	s.latest = latest(microTime(st.LatestObservedDependencyChange), recorded, changeAnnotation(s.kr), manualChange(s.kr))
-	if !s.latest.IsZero() {
-		m := kickv1alpha1.NewNanoTime(s.latest).CeilMicro()
+	// The records are the durable truth; the annotation carries a change
+	// the cache may not show yet, or one handed over by a duplicate.
+	s.latest = latest(recorded, changeAnnotation(s.kr), manualChange(s.kr))
+	if m := kickv1alpha1.NewNanoTime(s.latest.Latest).CeilMicro(); !s.latest.IsZero() && m.After(microTime(st.LatestObservedDependencyChange)) {
 		st.LatestObservedDependencyChange = &m
 	}
 
@@ -184,6 +189,42 @@ func (s *step) run(ctx context.Context) (ctrl.Result, error) {
 		}
 	}
 	return s.evaluate(ctx)
+}
+
+// staleAgain decides whether a finished request must run again (model §10):
+// its target is selected by a policy and its running pods do not provably
+// carry the latest change. A dry run reopens only for a change newer than
+// the one it already reported.
+func (s *step) staleAgain(ctx context.Context) (bool, error) {
+	obj, err := workload.New(s.kr.Spec.TargetRef.Kind)
+	if err != nil {
+		return false, nil
+	}
+	if err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.kr.Namespace, Name: s.kr.Spec.TargetRef.Name}, obj); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	var policies kickv1alpha1.KickPolicyList
+	if err := s.r.Client.List(ctx, &policies, client.InNamespace(s.kr.Namespace)); err != nil {
+		return false, err
+	}
+	sel := selectPolicy(policies.Items, obj)
+	if sel.Policy == nil {
+		return false, nil
+	}
+	recorded, err := LatestChange(ctx, s.r.Client, obj, sel.Policy)
+	if err != nil {
+		return false, err
+	}
+	reported := microTime(s.kr.Status.LatestObservedDependencyChange)
+	changed := latest(recorded, changeAnnotation(s.kr))
+	if s.kr.Status.Phase == kickv1alpha1.PhaseDryRun && !changed.Latest.After(reported) {
+		return false, nil
+	}
+	rollout, err := workload.Inspect(ctx, s.r.Client, obj)
+	if err != nil {
+		return false, err
+	}
+	return !alreadyCarried(changed, rollout), nil
 }
 
 // reopen starts a new cycle for a finished request (model §10): back to
@@ -235,12 +276,12 @@ func (s *step) coalesce(ctx context.Context) (bool, error) {
 	if older(s.kr, first) {
 		return false, nil
 	}
-	if change := changeAnnotation(first); s.latest.After(change) {
+	if newerChange(s.latest, changeAnnotation(first)) {
 		patch := client.MergeFrom(first.DeepCopy())
 		if first.Annotations == nil {
 			first.Annotations = map[string]string{}
 		}
-		first.Annotations[ChangeAnnotation] = formatChange(s.latest)
+		first.Annotations[ChangeAnnotation] = formatChange(latest(s.latest, changeAnnotation(first)))
 		if err := s.r.Client.Patch(ctx, first, patch); err != nil && !apierrors.IsNotFound(err) {
 			return false, err
 		}
@@ -264,7 +305,7 @@ func (s *step) track(ctx context.Context) (ctrl.Result, bool, error) {
 	st := &s.kr.Status
 	marker := st.CurrentRollout
 	mine, _ := freshness.ParseStamp(marker.RestartedAt)
-	current, ok := freshness.ParseStamp(workload.CurrentStamp(s.target))
+	current, ok := freshness.ParseStamp(execute.CurrentStamp(s.target))
 	if !ok || current.Before(mine) {
 		// Our patch is not visible yet (cache lag) or was never applied (a
 		// crash after the status write): apply the same stamp again, which
@@ -339,7 +380,7 @@ func (s *step) evaluate(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{RequeueAfter: s.r.Retention}, nil
 	}
 
-	stamp := workload.Stamp(s.now, s.latest)
+	stamp := execute.Stamp(s.now, s.latest.Latest)
 	s.restartStamp = freshness.FormatStamp(stamp)
 	startedAt := metav1.NewMicroTime(stamp)
 	st.CurrentRollout = &kickv1alpha1.RolloutMarker{StartedAt: &startedAt, RestartedAt: s.restartStamp}
@@ -348,7 +389,7 @@ func (s *step) evaluate(ctx context.Context) (ctrl.Result, error) {
 	st.Phase = kickv1alpha1.PhaseExecuting
 	s.emit(false, "KickStarted", fmt.Sprintf("restarting %s: %s", s.targetRef(), freshness.Explain(s.latest, rollout)))
 	s.r.Metrics.restart(st.Provider, "started")
-	s.r.Metrics.observeLatency(s.now.Sub(s.latest))
+	s.r.Metrics.observeLatency(s.now.Sub(s.latest.Latest))
 	return ctrl.Result{RequeueAfter: s.r.RolloutTimeout}, nil
 }
 
@@ -383,7 +424,7 @@ func (s *step) gate(ctx context.Context) gitops.Decision {
 }
 
 func workloadTemplateStamp(obj client.Object) (time.Time, bool) {
-	return freshness.ParseStamp(workload.CurrentStamp(obj))
+	return freshness.ParseStamp(execute.CurrentStamp(obj))
 }
 
 func (s *step) setGate(d gitops.Decision) {

@@ -108,7 +108,7 @@ func TestExplain(t *testing.T) {
 
 func TestNewerWithMixedPrecision(t *testing.T) {
 	stamp := time.Date(2026, 11, 29, 13, 27, 11, 30_000_000, time.UTC) // a KICK restart stamp
-	second := time.Date(2026, 11, 29, 13, 27, 11, 0, time.UTC)          // a Kubernetes timestamp
+	second := time.Date(2026, 11, 29, 13, 27, 11, 0, time.UTC)         // a Kubernetes timestamp
 	baseline := func(seen time.Time) Change { return Change{Earliest: second, Latest: seen} }
 	for _, tc := range []struct {
 		name   string

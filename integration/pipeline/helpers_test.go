@@ -219,6 +219,16 @@ func (f *fx) barrier() {
 	f.waitPhase("deployment-"+name, kickv1alpha1.PhaseSucceeded, 60*time.Second)
 }
 
+// webWithSecret is the usual fixture: Secret db consumed by a one-replica
+// Deployment web, available and baselined by KICK.
+func (f *fx) webWithSecret() {
+	f.t.Helper()
+	f.secret("db", map[string]string{"password": "alpha"}, nil)
+	f.deployment("web", 1, podSpec("db"))
+	f.waitAvailable("web")
+	f.waitObservation("db")
+}
+
 // waitObservation waits until KICK recorded a baseline for a Secret.
 func (f *fx) waitObservation(secret string) *kickv1alpha1.SourceObservation {
 	f.t.Helper()

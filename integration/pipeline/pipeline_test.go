@@ -142,10 +142,7 @@ func TestChangeWhileManagerDownRestartsOnce(t *testing.T) {
 func TestBackToBackChangesAreNotLost(t *testing.T) {
 	f := setup(t)
 	f.policy("all", selectAll+"\nrestart: {minInterval: 0s}")
-	f.secret("db", map[string]string{"password": "alpha"}, nil)
-	f.deployment("web", 1, podSpec("db"))
-	f.waitAvailable("web")
-	f.waitObservation("db")
+	f.webWithSecret()
 
 	f.setSecret("db", map[string]string{"password": "bravo"})
 	f.waitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 90*time.Second)
@@ -212,10 +209,7 @@ func TestSuspendHoldsAndChangesCoalesce(t *testing.T) {
 func TestMinIntervalHoldsTheSecondRestart(t *testing.T) {
 	f := setup(t)
 	f.policy("all", selectAll+"\nrestart: {minInterval: 8s}")
-	f.secret("db", map[string]string{"password": "alpha"}, nil)
-	f.deployment("web", 1, podSpec("db"))
-	f.waitAvailable("web")
-	f.waitObservation("db")
+	f.webWithSecret()
 
 	f.setSecret("db", map[string]string{"password": "bravo"})
 	f.waitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 60*time.Second)
@@ -245,10 +239,7 @@ func TestDenyWindowWaitsUntilItsEnd(t *testing.T) {
 	end := now.Add(6 * time.Second)
 	f.policy("all", selectAll+fmt.Sprintf("\nschedule: {windows: [{type: Deny, cron: \"%d %d * * *\", duration: %s}]}",
 		start.Minute(), start.Hour(), end.Sub(start).Round(time.Second)))
-	f.secret("db", map[string]string{"password": "alpha"}, nil)
-	f.deployment("web", 1, podSpec("db"))
-	f.waitAvailable("web")
-	f.waitObservation("db")
+	f.webWithSecret()
 	f.setSecret("db", map[string]string{"password": "bravo"})
 	kr := f.waitPhase("deployment-web", kickv1alpha1.PhaseWaitingForGate, 30*time.Second)
 	if kr.Status.Gate.Reason != kickv1alpha1.GateOutsideSchedule || kr.Status.Gate.RequeueAt == nil {
@@ -264,10 +255,7 @@ func TestDenyWindowWaitsUntilItsEnd(t *testing.T) {
 func TestDryRunRestartsNothing(t *testing.T) {
 	f := setup(t)
 	f.policy("all", selectAll+"\ndryRun: true")
-	f.secret("db", map[string]string{"password": "alpha"}, nil)
-	f.deployment("web", 1, podSpec("db"))
-	f.waitAvailable("web")
-	f.waitObservation("db")
+	f.webWithSecret()
 	f.setSecret("db", map[string]string{"password": "bravo"})
 	kr := f.waitPhase("deployment-web", kickv1alpha1.PhaseDryRun, 60*time.Second)
 	if c := meta.FindStatusCondition(kr.Status.Conditions, kickv1alpha1.ConditionStale); c == nil || c.Status != metav1.ConditionTrue {

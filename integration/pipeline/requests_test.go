@@ -82,10 +82,7 @@ func completedMessage(kr *kickv1alpha1.KickRequest) string {
 func TestBrokenScheduleIsAConfigurationError(t *testing.T) {
 	f := setup(t)
 	f.policy("all", selectAll+"\nschedule: {windows: [{type: Allow, cron: \"61 * * * *\", duration: 1h}]}")
-	f.secret("db", map[string]string{"password": "alpha"}, nil)
-	f.deployment("web", 1, podSpec("db"))
-	f.waitAvailable("web")
-	f.waitObservation("db")
+	f.webWithSecret()
 	f.setSecret("db", map[string]string{"password": "bravo"})
 	kr := f.waitPhase("deployment-web", kickv1alpha1.PhaseWaitingForGate, 30*time.Second)
 	if kr.Status.Gate.Reason != kickv1alpha1.GateConfigurationError || !strings.Contains(kr.Status.Gate.Message, "window 0") {
@@ -103,10 +100,7 @@ func TestBrokenScheduleIsAConfigurationError(t *testing.T) {
 func TestManagerRestartDuringRolloutDoesNotRestartTwice(t *testing.T) {
 	f := setup(t)
 	f.policy("all", selectAll)
-	f.secret("db", map[string]string{"password": "alpha"}, nil)
-	f.deployment("web", 1, podSpec("db"))
-	f.waitAvailable("web")
-	f.waitObservation("db")
+	f.webWithSecret()
 
 	f.cordon(true)
 	t.Cleanup(func() { f.cordon(false) })
@@ -205,10 +199,7 @@ func TestNewPolicyAdoptsStaleWorkloadsOnly(t *testing.T) {
 func TestRolloutTimeoutAndRetention(t *testing.T) {
 	f := setup(t, "--rollout-timeout=4s", "--request-retention=6s")
 	f.policy("all", selectAll)
-	f.secret("db", map[string]string{"password": "alpha"}, nil)
-	f.deployment("web", 1, podSpec("db"))
-	f.waitAvailable("web")
-	f.waitObservation("db")
+	f.webWithSecret()
 
 	f.cordon(true)
 	t.Cleanup(func() { f.cordon(false) })

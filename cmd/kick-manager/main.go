@@ -78,8 +78,13 @@ func run() error {
 	keys := observe.NewFingerprinter(key)
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        scheme,
-		Cache:                         cache.Options{ByObject: observe.NewCacheOptions(keys)},
+		Scheme: scheme,
+		Cache: cache.Options{
+			// Secrets and ConfigMaps get their own transform (fingerprint,
+			// last write, no data); everything else drops managedFields.
+			ByObject:         observe.NewCacheOptions(keys),
+			DefaultTransform: cache.TransformStripManagedFields(),
+		},
 		Metrics:                       metricsserver.Options{BindAddress: opts.metricsAddr},
 		HealthProbeBindAddress:        opts.probeAddr,
 		LeaderElection:                opts.leaderElect,

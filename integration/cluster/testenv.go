@@ -69,13 +69,21 @@ func runMain(m *testing.M, opts TestOptions) int {
 	if opts.KickCRDs {
 		crdDirs = append(crdDirs, filepath.Join(root, "deploy", "crds"))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	started := time.Now()
-	c, err := Start(ctx, Options{BinDir: binDir, Nodes: opts.Nodes, UpstreamCRDs: opts.UpstreamCRDs, CRDDirs: crdDirs})
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "integration: the local control plane did not start:", err)
-		return 1
+	var c *Cluster
+	// Free ports are picked before the components bind them, so another
+	// process on the machine can take one in between: try a few times.
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		c, err = Start(ctx, Options{BinDir: binDir, Nodes: opts.Nodes, UpstreamCRDs: opts.UpstreamCRDs, CRDDirs: crdDirs})
+		cancel()
+		if err == nil {
+			break
+		}
+		fmt.Fprintf(os.Stderr, "integration: the local control plane did not start (attempt %d): %v\n", attempt, err)
+		if attempt == 3 {
+			return 1
+		}
 	}
 	defer c.Stop()
 	fmt.Fprintf(os.Stderr, "integration: control plane ready in %s (%s)\n", time.Since(started).Round(time.Millisecond), c.Config.Host)

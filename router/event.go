@@ -97,6 +97,10 @@ type PhaseChanged struct {
 	TargetLabels map[string]string // the target workload's labels, for notification selectors
 	Policy       string            // KickPolicy name
 	Time         time.Time         // transition time
+	// Outcome and OutcomeMessage say why a request finished (terminal
+	// phases only), e.g. RestartCompleted, UpToDate, RolloutTimeout.
+	Outcome        string
+	OutcomeMessage string
 }
 
 func (PhaseChanged) Kind() EventKind { return KindPhaseChanged }

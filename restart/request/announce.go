@@ -5,6 +5,7 @@ import (
 	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
@@ -52,6 +53,11 @@ func (r *Reconciler) announce(ctx context.Context, orig, kr *kickv1alpha1.KickRe
 	}
 	if g := kr.Status.Gate; g != nil {
 		ev.GateReason, ev.GateMessage = string(g.Reason), g.Message
+	}
+	if to.IsTerminal() {
+		if c := meta.FindStatusCondition(kr.Status.Conditions, conditionCompleted); c != nil {
+			ev.Outcome, ev.OutcomeMessage = c.Reason, c.Message
+		}
 	}
 	if o := kr.Status.Owner; o != nil {
 		ev.Owner = o.Kind + " " + o.Namespace + "/" + o.Name

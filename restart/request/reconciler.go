@@ -97,6 +97,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, orig, kr *kickv1alpha1.Kic
 	return nil
 }
 
+// conditionCompleted records why a request reached its terminal phase.
+const conditionCompleted = "Completed"
+
 // step is one reconcile of one request.
 type step struct {
 	r   *Reconciler
@@ -485,7 +488,7 @@ func (s *step) finish(phase kickv1alpha1.KickRequestPhase, reason, message strin
 	if st.Gate == nil {
 		st.Gate = &kickv1alpha1.GateStatus{}
 	}
-	s.condition("Completed", true, reason, message)
+	s.condition(conditionCompleted, true, reason, message)
 	s.emit(phase == kickv1alpha1.PhaseFailed, terminalEventReason(phase), message)
 }
 

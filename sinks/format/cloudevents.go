@@ -1,0 +1,91 @@
+package format
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/cloudevents/sdk-go/v2/binding"
+	"github.com/cloudevents/sdk-go/v2/event"
+	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/router"
+)
+
+// CloudEvents attributes of a phase change:
+//
+//	specversion      1.0
+//	id               EventID(ev): stable across retries
+//	type             io.corewire.kick.request.<phase in lower case>.v1, e.g. ...request.succeeded.v1
+//	source           /apis/kick.corewire.io/v1alpha1/namespaces/<namespace>/kickrequests/<name>
+//	subject          <target kind>/<target name>, e.g. Deployment/web
+//	time             the transition time
+//	datacontenttype  application/json
+//	data             the Payload document
+const cloudEventTypePrefix = "io.corewire.kick.request."
+
+// CloudEventType is the CloudEvents type of a transition into phase.
+func CloudEventType(phase string) string {
+	return cloudEventTypePrefix + strings.ToLower(phase) + ".v1"
+}
+
+// CloudEventSource is the CloudEvents source of events about a KickRequest: its API path.
+func CloudEventSource(namespace, name string) string {
+	return "/apis/" + kickv1alpha1.GroupVersion.Group + "/" + kickv1alpha1.GroupVersion.Version +
+		"/namespaces/" + url.PathEscape(namespace) + "/kickrequests/" + url.PathEscape(name)
+}
+
+type cloudEventsFormatter struct {
+	binary bool
+}
+
+func newCloudEvents(mode kickv1alpha1.CloudEventsMode) (Formatter, error) {
+	switch mode {
+	case kickv1alpha1.CloudEventsStructured:
+		return cloudEventsFormatter{}, nil
+	case kickv1alpha1.CloudEventsBinary:
+		return cloudEventsFormatter{binary: true}, nil
+	}
+	return nil, fmt.Errorf("unknown CloudEvents mode %q", mode)
+}
+
+func (f cloudEventsFormatter) Format(ev router.PhaseChanged) (Message, error) {
+	data, err := marshal(NewPayload(ev))
+	if err != nil {
+		return Message{}, err
+	}
+	e := event.New(event.CloudEventsVersionV1)
+	e.SetID(EventID(ev))
+	e.SetType(CloudEventType(ev.To))
+	e.SetSource(CloudEventSource(ev.Request.Namespace, ev.Request.Name))
+	e.SetSubject(ev.Target.Kind + "/" + ev.Target.Name)
+	if !ev.Time.IsZero() {
+		e.SetTime(ev.Time)
+	}
+	// Set the encoded data directly: SetData would mark a []byte as base64 data.
+	e.SetDataContentType(event.ApplicationJSON)
+	e.DataEncoded = data
+	if err := e.Validate(); err != nil {
+		return Message{}, fmt.Errorf("build CloudEvent: %w", err)
+	}
+
+	ctx := binding.WithForceStructured(context.Background())
+	if f.binary {
+		ctx = binding.WithForceBinary(context.Background())
+	}
+	req := &http.Request{Header: make(http.Header)}
+	if err := cehttp.WriteRequest(ctx, binding.ToMessage(&e), req); err != nil {
+		return Message{}, fmt.Errorf("encode CloudEvent: %w", err)
+	}
+	var body []byte
+	if req.Body != nil {
+		if body, err = io.ReadAll(req.Body); err != nil {
+			return Message{}, fmt.Errorf("encode CloudEvent: %w", err)
+		}
+	}
+	return Message{Body: body, Header: req.Header}, nil
+}

@@ -1,0 +1,61 @@
+// Package format turns a KickRequest phase change into the HTTP body and headers of one webhook
+// delivery, in the format a NotificationPolicy asks for: KICK's JSON document, CloudEvents,
+// Slack or PagerDuty. It is pure: nothing here sends, retries, signs or reads Secrets.
+package format
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/router"
+)
+
+// Message is one HTTP request body and its headers, ready to send. The dispatcher adds transport
+// headers (auth, signing, the policy's static headers) on top of Header.
+type Message struct {
+	Body   []byte
+	Header http.Header // Content-Type, and ce-* attributes for binary CloudEvents
+}
+
+// Formatter renders a phase change in one NotificationPolicy's format. Implementations are
+// immutable after New and safe for concurrent use.
+type Formatter interface {
+	// Format renders ev. It returns ErrSkip when the format has nothing to say about this phase
+	// (PagerDuty only triggers and resolves incidents).
+	Format(ev router.PhaseChanged) (Message, error)
+}
+
+// ErrSkip is returned by Format when the event produces no delivery for this format. The
+// dispatcher treats it as "nothing to send": neither a success nor a failure.
+var ErrSkip = errors.New("format: nothing to send for this phase")
+
+// New returns the Formatter for spec.Format (json when empty). routingKey is the PagerDuty
+// integration key the caller read from spec.PagerDuty.RoutingKey; other formats ignore it.
+func New(spec kickv1alpha1.WebhookSpec, routingKey string) (Formatter, error) {
+	switch spec.Format {
+	case "", kickv1alpha1.FormatJSON:
+		return jsonFormatter{}, nil
+	case kickv1alpha1.FormatCloudEvents:
+		mode := kickv1alpha1.CloudEventsStructured
+		if spec.CloudEvents != nil && spec.CloudEvents.Mode != "" {
+			mode = spec.CloudEvents.Mode
+		}
+		return newCloudEvents(mode)
+	case kickv1alpha1.FormatSlack:
+		return slackFormatter{}, nil
+	case kickv1alpha1.FormatPagerDuty:
+		var pd kickv1alpha1.PagerDutySpec
+		if spec.PagerDuty != nil {
+			pd = *spec.PagerDuty
+		}
+		return newPagerDuty(pd, routingKey)
+	}
+	return nil, fmt.Errorf("unknown payload format %q", spec.Format)
+}
+
+// EventID is the delivery id of a phase change: derived from the request UID, the phase entered
+// and the transition time, so it is the same on every retry and after a manager restart, and
+// differs between transitions. It is the CloudEvents id and should be the webhook-id.
+func EventID(ev router.PhaseChanged) string { return ev.TransitionID() }

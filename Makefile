@@ -69,6 +69,10 @@ integration: control-plane build ## integration tests on the local control plane
 .PHONY: test
 test: lint verify-generated unit integration ## everything CI runs
 
+.PHONY: bench
+bench: control-plane build ## benchmark a restart controller on the local control plane (BENCH_FLAGS=-quick for a smoke run)
+	$(GO) run ./integration/bench -bin-dir $(K8S_BIN) $(BENCH_FLAGS)
+
 ##@ Run
 
 .PHONY: devcluster

@@ -3,11 +3,16 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
+	"runtime"
+	"runtime/debug"
+	"sync/atomic"
 
-	"k8s.io/apimachinery/pkg/runtime"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -57,8 +62,8 @@ func run() error {
 		cfg.QPS, cfg.Burst = float32(opts.kubeAPIQPS), opts.kubeAPIBurst
 	}
 
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, kickv1alpha1.AddToScheme} {
+	scheme := k8sruntime.NewScheme()
+	for _, add := range []func(*k8sruntime.Scheme) error{clientgoscheme.AddToScheme, kickv1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return err
 		}
@@ -98,12 +103,28 @@ func run() error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	var synced atomic.Bool
+	if err := mgr.AddReadyzCheck("caches", func(*http.Request) error {
+		if !synced.Load() {
+			return errors.New("informer caches are not synced yet")
+		}
+		return nil
+	}); err != nil {
 		return err
 	}
 	if err := wire(ctx, mgr, opts, keys); err != nil {
 		return err
 	}
+
+	// The first LIST of every Secret and ConfigMap leaves garbage behind
+	// (the data the cache transform dropped); hand it back once synced.
+	go func() {
+		if mgr.GetCache().WaitForCacheSync(ctx) {
+			synced.Store(true)
+			runtime.GC()
+			debug.FreeOSMemory()
+		}
+	}()
 
 	log.Info("starting kick-manager", "version", version, "namespace", opts.namespace,
 		"leaderElection", opts.leaderElect, "maxConcurrentReconciles", opts.maxConcurrent)

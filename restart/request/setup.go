@@ -122,9 +122,13 @@ func requestsFor(ctx context.Context, c client.Reader, obj client.Object) []reco
 		client.MatchingFields{TargetIndex: workload.TargetKey(kind, obj.GetName())}); err != nil {
 		return nil
 	}
-	out := make([]reconcile.Request, 0, len(list.Items))
+	// Only open requests follow their workload; finished ones are reopened
+	// by the driver, so a busy rollout does not flood the queue with them.
+	var out []reconcile.Request
 	for _, kr := range list.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&kr)})
+		if !kr.Status.Phase.IsTerminal() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&kr)})
+		}
 	}
 	return out
 }

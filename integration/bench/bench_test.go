@@ -1,0 +1,54 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kick-operator/kick/integration/cluster"
+)
+
+// TestQuickSmoke runs the whole benchmark in -quick mode against a freshly
+// built kick-manager. It is a benchmark, so it only runs when asked.
+func TestQuickSmoke(t *testing.T) {
+	if os.Getenv("KICK_BENCH_SMOKE") != "1" {
+		t.Skip("benchmark smoke run (about 1–2 minutes); run it with: KICK_BENCH_SMOKE=1 go test -v -timeout 20m ./integration/bench")
+	}
+	manager := cluster.Binary(t, "kick-manager")
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	jsonPath, logPath := filepath.Join(dir, "bench.json"), filepath.Join(dir, "controller.log")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("controller log (tail):\n%s", tail(logPath, 8000))
+		}
+	})
+	args := []string{"-quick", "-json", jsonPath, "-bin-dir", cluster.K8sBinDir(t), "-controller-log", logPath,
+		"-controller", manager + " --kubeconfig {kubeconfig} --namespace kick-system" +
+			" --metrics-bind-address {metrics-addr} --health-probe-bind-address {probe-addr}"}
+	var report bytes.Buffer
+	res, err := run(ctx, args, &report)
+	t.Log(report.String())
+	if err != nil {
+		t.Fatalf("harness failed: %v", err)
+	}
+	// Timing verdicts are not asserted (2 shared CPUs make them noisy);
+	// every phase must have produced numbers, and every change a restart.
+	if res.Memory.PeakMB == 0 || res.Memory.SteadyMB == 0 {
+		t.Errorf("no memory samples: steady %.1f MB, peak %.1f MB", res.Memory.SteadyMB, res.Memory.PeakMB)
+	}
+	if res.Single.Restarts != res.Rounds || res.Burst.Restarted != res.Deployments {
+		t.Errorf("restarts missing: single changes %d/%d (missed %v), burst %d/%d (missing %v)",
+			res.Single.Restarts, res.Rounds, res.Single.Missed, res.Burst.Restarted, res.Deployments, res.Burst.Missing)
+	}
+	if res.API.PerRestart == nil {
+		t.Error("kick-manager exposes rest_client_requests_total, but API calls per restart were not measured")
+	}
+	if _, err := os.Stat(jsonPath); err != nil {
+		t.Errorf("no JSON report: %v", err)
+	}
+}

@@ -43,12 +43,17 @@ type Reconciler struct {
 
 	RolloutTimeout time.Duration
 	Retention      time.Duration
+
+	mem *memory
 }
 
 // Reconcile implements reconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var kr kickv1alpha1.KickRequest
-	if err := r.APIReader.Get(ctx, req.NamespacedName, &kr); err != nil {
+	if err := r.mem.read(ctx, r.Client, r.APIReader, req.NamespacedName, &kr); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.mem.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !kr.DeletionTimestamp.IsZero() {
@@ -63,20 +68,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if s.deleted {
+		r.mem.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
-	if err := r.writeStatus(ctx, orig, &kr); err != nil {
-		return ctrl.Result{}, err
-	}
 	if s.restartStamp != "" {
-		// The marker is durable now; only then touch the workload, so a crash
-		// between the two writes re-applies the same stamp instead of
-		// restarting twice.
+		// Restart first, then record it: the restart is what the user waits
+		// for. A crash in between is safe: the workload then carries a stamp
+		// newer than the change, so the next reconcile finds it fresh and
+		// does not restart again; within this process the stamp memory
+		// covers a cache that has not seen the patch yet.
 		if err := execute.Restart(ctx, r.Client, s.target, s.restartStamp); err != nil {
 			r.Metrics.error("kickrequest", "RestartPatch")
 			return ctrl.Result{}, fmt.Errorf("restart %s: %w", s.targetRef(), err)
 		}
+		if stamp, ok := freshness.ParseStamp(s.restartStamp); ok {
+			r.mem.wroteStamp(memoryKey(&kr), stamp)
+		}
 		log.FromContext(ctx).Info("restarted workload", "target", s.targetRef(), "stamp", s.restartStamp)
+	}
+	if err := r.writeStatus(ctx, orig, &kr); err != nil {
+		return ctrl.Result{}, err
 	}
 	r.announce(ctx, orig, &kr, s)
 	return result, nil
@@ -94,6 +105,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, orig, kr *kickv1alpha1.Kic
 		r.Metrics.error("kickrequest", "StatusPatch")
 		return fmt.Errorf("write status of KickRequest %s/%s: %w", kr.Namespace, kr.Name, err)
 	}
+	r.mem.wroteStatus(client.ObjectKeyFromObject(kr), kr.ResourceVersion)
 	return nil
 }
 
@@ -383,6 +395,15 @@ func (s *step) evaluate(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{RequeueAfter: s.r.Retention}, nil
 	}
 
+	cachedStamp, _ := workloadTemplateStamp(s.target)
+	if pending := s.r.mem.pendingStamp(memoryKey(s.kr), cachedStamp); !pending.IsZero() && !freshness.Newer(s.latest, pending) {
+		// This process already restarted the workload for this change; the
+		// cache has not caught up yet. Follow that rollout instead.
+		started := metav1.NewMicroTime(pending)
+		st.CurrentRollout = &kickv1alpha1.RolloutMarker{StartedAt: &started, RestartedAt: freshness.FormatStamp(pending)}
+		st.Phase = kickv1alpha1.PhaseExecuting
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
 	stamp := execute.Stamp(s.now, s.latest.Latest)
 	s.restartStamp = freshness.FormatStamp(stamp)
 	startedAt := metav1.NewMicroTime(stamp)

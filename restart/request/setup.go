@@ -16,6 +16,7 @@ import (
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/gitops"
+	"github.com/kick-operator/kick/restart/discovery"
 	"github.com/kick-operator/kick/restart/workload"
 	"github.com/kick-operator/kick/router"
 )
@@ -65,9 +66,15 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		Now:            opts.Now,
 		RolloutTimeout: opts.RolloutTimeout,
 		Retention:      opts.Retention,
+		mem:            newMemory(),
 	}
 	toRequests := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
 		return requestsFor(ctx, mgr.GetClient(), obj)
+	})
+	// A record change reaches the cache after the driver's wake may have
+	// been handled; following records keeps the latest change level-driven.
+	toConsumerRequests := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+		return requestsOfConsumers(ctx, mgr.GetClient(), obj)
 	})
 	toNamespaceRequests := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
 		return openRequestsIn(ctx, mgr.GetClient(), obj.GetNamespace())
@@ -77,6 +84,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		For(&kickv1alpha1.KickRequest{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&kickv1alpha1.KickPolicy{}, toNamespaceRequests).
+		Watches(&kickv1alpha1.SourceObservation{}, toConsumerRequests).
 		WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)})
 	for _, kind := range workload.Kinds() {
@@ -111,8 +119,17 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		Complete(&adopter{client: mgr.GetClient(), driver: driver, enqueueSources: opts.EnqueueSources})
 }
 
-// requestsFor maps a workload event to the KickRequests of that workload.
+// requestsFor maps a workload event to the open KickRequests of that workload.
 func requestsFor(ctx context.Context, c client.Reader, obj client.Object) []reconcile.Request {
+	return targetRequests(ctx, c, obj, false)
+}
+
+// allRequestsFor returns every KickRequest of a workload.
+func allRequestsFor(ctx context.Context, c client.Reader, obj client.Object) []reconcile.Request {
+	return targetRequests(ctx, c, obj, true)
+}
+
+func targetRequests(ctx context.Context, c client.Reader, obj client.Object, finishedToo bool) []reconcile.Request {
 	kind := workload.KindOf(obj)
 	if kind == "" {
 		return nil
@@ -126,8 +143,29 @@ func requestsFor(ctx context.Context, c client.Reader, obj client.Object) []reco
 	// by the driver, so a busy rollout does not flood the queue with them.
 	var out []reconcile.Request
 	for _, kr := range list.Items {
-		if !kr.Status.Phase.IsTerminal() {
+		if finishedToo || !kr.Status.Phase.IsTerminal() {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&kr)})
+		}
+	}
+	return out
+}
+
+// requestsOfConsumers maps an observation record to the requests, open or
+// finished, of the workloads that consume its source (through the discovery
+// index): a finished one may have to reopen for the recorded change.
+func requestsOfConsumers(ctx context.Context, c client.Reader, obj client.Object) []reconcile.Request {
+	rec, ok := obj.(*kickv1alpha1.SourceObservation)
+	if !ok {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, list := range workload.Lists() {
+		if err := c.List(ctx, list, client.InNamespace(rec.Namespace),
+			client.MatchingFields{discovery.SourceIndex: discovery.IndexKey(string(rec.Spec.Source.Kind), rec.Spec.Source.Name)}); err != nil {
+			continue
+		}
+		for _, w := range workload.Items(list) {
+			out = append(out, allRequestsFor(ctx, c, w)...)
 		}
 	}
 	return out

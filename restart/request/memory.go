@@ -1,0 +1,86 @@
+package request
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+)
+
+// memory remembers this process's own recent writes until the informer
+// cache shows them, so a reconcile never acts on a cache that lags behind
+// them: the status it last wrote per request (by resourceVersion) and the
+// restart stamp it last wrote per workload. Without it, a reconcile right
+// after a restart could read the workload's old template and restart again.
+type memory struct {
+	mu      sync.Mutex
+	written map[types.NamespacedName]string
+	stamps  map[string]time.Time
+}
+
+func newMemory() *memory {
+	return &memory{written: map[types.NamespacedName]string{}, stamps: map[string]time.Time{}}
+}
+
+// read returns the request from the cache, or from the API server when the
+// cache does not yet hold the status this process last wrote.
+func (m *memory) read(ctx context.Context, cached, live client.Reader, key types.NamespacedName, kr *kickv1alpha1.KickRequest) error {
+	if err := cached.Get(ctx, key, kr); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	want, ok := m.written[key]
+	if ok && want == kr.ResourceVersion {
+		delete(m.written, key)
+		ok = false
+	}
+	m.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return live.Get(ctx, key, kr)
+}
+
+func (m *memory) wroteStatus(key types.NamespacedName, resourceVersion string) {
+	m.mu.Lock()
+	m.written[key] = resourceVersion
+	m.mu.Unlock()
+}
+
+func (m *memory) forget(key types.NamespacedName) {
+	m.mu.Lock()
+	delete(m.written, key)
+	m.mu.Unlock()
+}
+
+// wroteStamp records a restart stamp written to a workload.
+func (m *memory) wroteStamp(target string, stamp time.Time) {
+	m.mu.Lock()
+	m.stamps[target] = stamp
+	m.mu.Unlock()
+}
+
+// pendingStamp returns a stamp this process wrote to the workload that the
+// cached workload does not show yet; zero when the cache has caught up.
+func (m *memory) pendingStamp(target string, cached time.Time) time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	stamp, ok := m.stamps[target]
+	if !ok {
+		return time.Time{}
+	}
+	if !cached.Before(stamp) {
+		delete(m.stamps, target)
+		return time.Time{}
+	}
+	return stamp
+}
+
+// memoryKey names a workload for the stamp memory.
+func memoryKey(kr *kickv1alpha1.KickRequest) string {
+	return kr.Namespace + "/" + string(kr.Spec.TargetRef.Kind) + "/" + kr.Spec.TargetRef.Name
+}

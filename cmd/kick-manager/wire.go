@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/netip"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -13,6 +14,7 @@ import (
 	"github.com/kick-operator/kick/restart/request"
 	"github.com/kick-operator/kick/restart/workload"
 	"github.com/kick-operator/kick/router"
+	"github.com/kick-operator/kick/sinks"
 )
 
 // wire registers the indexes, the router and every controller with mgr.
@@ -37,6 +39,16 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 		return err
 	}
 	if err := (&policy.Reconciler{}).SetupWithManager(mgr, policy.Options{MaxConcurrentReconciles: opts.maxConcurrent}); err != nil {
+		return err
+	}
+	if err := (&sinks.Reconciler{}).SetupWithManager(mgr, sinks.Options{
+		Router:     rt,
+		Registerer: metrics.Registry,
+		// Non-nil: an explicitly empty --webhook-deny-cidrs denies nothing.
+		DenyCIDRs:               append([]netip.Prefix{}, opts.webhookDenyCIDRs...),
+		AllowCIDRs:              opts.webhookAllowCIDRs,
+		MaxConcurrentReconciles: opts.maxConcurrent,
+	}); err != nil {
 		return err
 	}
 	return request.SetupWithManager(ctx, mgr, request.Options{

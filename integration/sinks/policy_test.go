@@ -1,0 +1,182 @@
+package sinks
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/sinks"
+)
+
+// TestDeniedDestination: an endpoint in a denied range is refused, whether the URL names the
+// address or a host that resolves to it.
+func TestDeniedDestination(t *testing.T) {
+	h := start(t, func(o *sinks.Options) { o.DenyCIDRs = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")} })
+	rc := newReceiver(t, nil)
+	_, port, _ := net.SplitHostPort(rc.Listener.Addr().String())
+	h.policy("literal", webhook(rc.URL+"/hook?token="+sentinel))
+	h.policy("by-name", webhook("http://localhost:"+port+"/hook?token="+sentinel))
+	h.ready("literal", metav1.ConditionFalse, sinks.ReasonDestinationRefused, "127.0.0.0/8")
+	h.ready("by-name", metav1.ConditionTrue, kickv1alpha1.ReasonValid)
+
+	h.publish(h.event(kickv1alpha1.PhaseSucceeded, nil))
+	p := h.ready("by-name", metav1.ConditionFalse, sinks.ReasonDestinationRefused, "127.0.0.0/8", "localhost:"+port)
+	if strings.Contains(p.Status.LastError, "/hook") {
+		t.Errorf("lastError shows the URL path: %q", p.Status.LastError)
+	}
+	h.counts("by-name", 0, 1, 0)
+	h.counts("literal", 0, 1, 0)
+	if n := len(rc.seen()); n != 0 {
+		t.Errorf("the denied endpoint got %d requests", n)
+	}
+}
+
+// TestFiltering: phases and workloadSelector decide what each policy receives.
+func TestFiltering(t *testing.T) {
+	h := start(t, nil)
+	rc := newReceiver(t, nil)
+	web := map[string]string{"app": "web"}
+	spec := func(path string, phases []kickv1alpha1.KickRequestPhase, sel *metav1.LabelSelector) kickv1alpha1.NotificationPolicySpec {
+		s := webhook(rc.URL + path)
+		s.Phases, s.WorkloadSelector = phases, sel
+		return s
+	}
+	h.policy("a-selector", spec("/a", []kickv1alpha1.KickRequestPhase{kickv1alpha1.PhaseFailed, kickv1alpha1.PhaseNoLongerRequired},
+		&metav1.LabelSelector{MatchLabels: web}))
+	h.policy("b-phases", spec("/b", []kickv1alpha1.KickRequestPhase{kickv1alpha1.PhaseExecuting}, nil))
+	h.policy("c-defaults", spec("/c", nil, nil))
+	h.policy("d-expression", spec("/d", nil, &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: "app", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"web"}}}}))
+	for _, n := range []string{"a-selector", "b-phases", "c-defaults", "d-expression"} {
+		h.ready(n, metav1.ConditionTrue, kickv1alpha1.ReasonValid)
+	}
+	e1 := h.event(kickv1alpha1.PhaseSucceeded, map[string]string{"app": "db"})
+	e2 := h.event(kickv1alpha1.PhaseExecuting, web)
+	e3 := h.event(kickv1alpha1.PhaseFailed, web)
+	e4 := h.event(kickv1alpha1.PhaseExecuting, map[string]string{"app": "other"})
+	e5 := h.event(kickv1alpha1.PhaseNoLongerRequired, web)
+	e6 := h.event(kickv1alpha1.PhaseDryRun, nil)
+	h.publish(e1, e2, e3, e4, e5, e6)
+
+	// Each policy's deliveries are in order, so once its last expected event arrived, any
+	// earlier one it wrongly matched would have arrived too.
+	for _, c := range []struct {
+		path string
+		want []string
+	}{
+		{"/a", []string{e3.Request.Name, e5.Request.Name}},
+		{"/b", []string{e2.Request.Name, e4.Request.Name}},
+		{"/c", []string{e1.Request.Name, e3.Request.Name, e5.Request.Name, e6.Request.Name}},
+		{"/d", []string{e1.Request.Name, e6.Request.Name}},
+	} {
+		if got := names(rc.waitFor(t, c.path, len(c.want))); got != strings.Join(c.want, ",") {
+			t.Errorf("%s received %s, want %s", c.path, got, strings.Join(c.want, ","))
+		}
+	}
+}
+
+// TestSuspend: a suspended policy sends nothing, and events from while it was suspended are
+// not sent later.
+func TestSuspend(t *testing.T) {
+	h := start(t, nil)
+	rc := newReceiver(t, nil)
+	susp := webhook(rc.URL + "/a")
+	susp.Suspend = true
+	h.policy("a-suspended", susp)
+	h.policy("b-witness", webhook(rc.URL+"/b"))
+	h.ready("a-suspended", metav1.ConditionTrue, kickv1alpha1.ReasonSuspended, "spec.suspend")
+	h.ready("b-witness", metav1.ConditionTrue, kickv1alpha1.ReasonValid)
+
+	before := h.event(kickv1alpha1.PhaseSucceeded, nil)
+	h.publish(before)
+	// Policies of a namespace are offered each event in name order: once b has it, a was
+	// offered it too.
+	rc.waitFor(t, "/b", 1)
+	h.update("a-suspended", func(s *kickv1alpha1.NotificationPolicySpec) { s.Suspend = false })
+	h.ready("a-suspended", metav1.ConditionTrue, kickv1alpha1.ReasonValid)
+	after := h.event(kickv1alpha1.PhaseSucceeded, nil)
+	h.publish(after)
+	if got := names(rc.waitFor(t, "/a", 1)); got != after.Request.Name {
+		t.Errorf("the resumed policy received %s, want only %s", got, after.Request.Name)
+	}
+	h.counts("a-suspended", 1, 0, 0)
+}
+
+// TestSecretReferences: a missing Secret or key makes the policy not Ready, naming it; the
+// policy follows the Secret as it is created and fixed.
+func TestSecretReferences(t *testing.T) {
+	h := start(t, nil)
+	rc := newReceiver(t, nil)
+	spec := webhook(rc.URL)
+	spec.Webhook.Auth = &kickv1alpha1.WebhookAuth{BearerToken: ref("creds", "token")}
+	h.policy("creds", spec)
+	h.ready("creds", metav1.ConditionFalse, kickv1alpha1.ReasonSecretNotFound, `Secret "creds"`, "spec.webhook.auth.bearerToken")
+	h.expectEvent("creds", corev1.EventTypeWarning, kickv1alpha1.ReasonSecretNotFound)
+
+	h.publish(h.event(kickv1alpha1.PhaseSucceeded, nil))
+	if p := h.counts("creds", 0, 1, 0); !strings.Contains(p.Status.LastError, `Secret "creds"`) {
+		t.Errorf("lastError %q", p.Status.LastError)
+	}
+
+	s := h.secret("creds", corev1.SecretTypeOpaque, map[string]string{"other": sentinel})
+	h.ready("creds", metav1.ConditionFalse, kickv1alpha1.ReasonSecretKeyNotFound, `Secret "creds"`, `key "token"`)
+
+	s.StringData = map[string]string{"token": sentinel + "-token"}
+	if err := h.env.Client.Update(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	h.ready("creds", metav1.ConditionTrue, kickv1alpha1.ReasonValid)
+	h.expectEvent("creds", corev1.EventTypeNormal, kickv1alpha1.ReasonValid)
+	h.publish(h.event(kickv1alpha1.PhaseSucceeded, nil))
+	if got := rc.waitFor(t, "/", 1)[0].header.Get("Authorization"); got != "Bearer "+sentinel+"-token" {
+		t.Errorf("Authorization %q", got)
+	}
+	h.counts("creds", 1, 1, 0)
+
+	// A rotated token is used for the next delivery.
+	s.StringData = map[string]string{"token": sentinel + "-rotated"}
+	if err := h.env.Client.Update(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	rotatedUsed := func() bool {
+		h.publish(h.event(kickv1alpha1.PhaseSucceeded, nil))
+		hits := rc.waitFor(t, "/", len(rc.seen())+1)
+		return hits[len(hits)-1].header.Get("Authorization") == "Bearer "+sentinel+"-rotated"
+	}
+	for i := 0; !rotatedUsed(); i++ {
+		if i == 50 {
+			t.Fatal("the rotated token was never used")
+		}
+	}
+}
+
+// TestNoSecretInStatus: an endpoint that echoes credentials, a URL holding a token, and a
+// failing delivery leave no secret in status, Events or logs (the harness checks all three).
+func TestNoSecretInStatus(t *testing.T) {
+	h := start(t, nil)
+	rc := newReceiver(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "rejected "+r.Header.Get("Authorization")+" and "+r.Header.Get("X-Api-Key")+" for "+r.URL.String(), http.StatusInternalServerError)
+	})
+	h.secret("creds", corev1.SecretTypeOpaque, map[string]string{"user": "kick", "password": sentinel + "-pw", "key": sentinel + "-key"})
+	spec := webhook(rc.URL + "/services/T0/" + sentinel + "?token=" + sentinel)
+	spec.Webhook.Auth = &kickv1alpha1.WebhookAuth{Basic: &kickv1alpha1.BasicAuth{Username: *ref("creds", "user"), Password: *ref("creds", "password")}}
+	spec.Webhook.Headers = []kickv1alpha1.WebhookHeader{{Name: "X-Api-Key", ValueFrom: ref("creds", "key")}}
+	spec.Webhook.TimeoutSeconds = 5
+	h.policy("leaky", spec)
+	h.ready("leaky", metav1.ConditionTrue, kickv1alpha1.ReasonValid)
+	h.publish(h.event(kickv1alpha1.PhaseSucceeded, nil))
+	p := h.counts("leaky", 0, 1, 0)
+	if !strings.Contains(p.Status.LastError, "500 Internal Server Error after 4 attempts") || !strings.Contains(p.Status.LastError, "[redacted]") {
+		t.Errorf("lastError %q", p.Status.LastError)
+	}
+	if got := rc.seen()[0].header.Get("Authorization"); !strings.HasPrefix(got, "Basic ") {
+		t.Errorf("Authorization %q", got)
+	}
+}

@@ -1,0 +1,46 @@
+package sinks
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestScrubber(t *testing.T) {
+	s := newScrubber("s3cr3t-token", "", "s3cr3t", "Bearer s3cr3t-token\n")
+	in := `Post "https://user:pw@hooks.slack.com/services/T0/B0/XYZ?token=abc#frag": header was s3cr3t-token, also s3cr3t` + "\n\tnext line"
+	got := s.clean(in)
+	for _, bad := range []string{"s3cr3t", "user", "pw@", "/services", "XYZ", "token=abc", "frag", "\n", "\t"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("clean left %q in %q", bad, got)
+		}
+	}
+	if !strings.Contains(got, "https://hooks.slack.com") || !strings.Contains(got, redacted) {
+		t.Errorf("clean lost the host or the marker: %q", got)
+	}
+	if !strings.Contains(got, "next line") {
+		t.Errorf("clean lost text: %q", got)
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	long := strings.Repeat("é", maxMessage)
+	got := newScrubber().clean(long)
+	if len(got) > maxMessage || !strings.HasSuffix(got, "…") {
+		t.Fatalf("len %d, suffix %q", len(got), got[len(got)-4:])
+	}
+	if !strings.HasPrefix(got, "é") || strings.ContainsRune(got, '\uFFFD') {
+		t.Fatal("cut inside a rune")
+	}
+}
+
+func TestBodySnippet(t *testing.T) {
+	if got := bodySnippet([]byte(`{"error":"invalid_token"}` + "\n")); got != `{"error":"invalid_token"}` {
+		t.Errorf("json body: %q", got)
+	}
+	if got := bodySnippet([]byte{0xff, 0xfe, 0x00, 0x01, 0x80, 0x81, 'a', 0xc3}); got != "" {
+		t.Errorf("binary body quoted: %q", got)
+	}
+	if got := bodySnippet([]byte(strings.Repeat("x", 5000))); len(got) > maxBodySnippet {
+		t.Errorf("snippet %d bytes", len(got))
+	}
+}

@@ -1,0 +1,125 @@
+package sinks
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+)
+
+// policyState is the dispatcher's view of one NotificationPolicy: what to match and how to
+// send (set by the reconciler), the policy's queue and worker, and the status the flusher
+// writes. Fields after mu are guarded by it.
+type policyState struct {
+	key  types.NamespacedName
+	uid  types.UID
+	q    *queue
+	stop context.CancelFunc // stops the worker; nil until it runs (guarded by dispatcher.mu)
+
+	mu         sync.Mutex
+	generation int64
+	written    int64 // observedGeneration last written (or found at start)
+	match      matcher
+	suspended  bool
+	cfg        *deliveryConfig // nil when problem is set
+	problem    *problem        // why the policy cannot deliver as written
+	gone       bool            // a 410 answer at this generation
+	refused    string          // the guard refused the last delivery (cleared by success or a new config)
+
+	delivered, failed, dropped int64
+	lastDelivery               *metav1.Time
+	lastError                  string
+	conditions                 []metav1.Condition
+	announced                  [2]string // Ready status and reason of the last Event
+
+	dirty, urgent bool // status differs from the last write; write it without waiting
+	lastFlush     time.Time
+}
+
+// newPolicyState starts from the policy's stored status, so counters continue across manager
+// restarts and a 410 at the current generation still stops delivery.
+func newPolicyState(p *kickv1alpha1.NotificationPolicy, capacity int) *policyState {
+	st := &policyState{
+		key:          types.NamespacedName{Namespace: p.Namespace, Name: p.Name},
+		uid:          p.UID,
+		q:            newQueue(capacity),
+		generation:   p.Generation,
+		written:      p.Status.ObservedGeneration,
+		delivered:    p.Status.Delivered,
+		failed:       p.Status.Failed,
+		dropped:      p.Status.Dropped,
+		lastDelivery: p.Status.LastDeliveryTime.DeepCopy(),
+		lastError:    p.Status.LastError,
+	}
+	for _, c := range p.Status.Conditions {
+		st.conditions = append(st.conditions, *c.DeepCopy())
+	}
+	if c := meta.FindStatusCondition(st.conditions, kickv1alpha1.ConditionReady); c != nil {
+		st.announced = [2]string{string(c.Status), c.Reason}
+		st.gone = c.Reason == ReasonGone && c.ObservedGeneration == p.Generation
+	}
+	return st
+}
+
+// ready computes the Ready condition from the state.
+func (st *policyState) ready() metav1.Condition {
+	c := metav1.Condition{Type: kickv1alpha1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: st.generation}
+	switch {
+	case st.problem != nil:
+		c.Reason, c.Message = st.problem.reason, st.problem.message
+	case st.gone:
+		c.Reason, c.Message = ReasonGone, goneMessage
+	case st.refused != "":
+		c.Reason, c.Message = ReasonDestinationRefused, st.refused
+	case st.suspended:
+		c.Status, c.Reason = metav1.ConditionTrue, reasonSuspended
+		c.Message = "delivery is paused by spec.suspend; phase changes that happen meanwhile are not sent later"
+	default:
+		c.Status, c.Reason = metav1.ConditionTrue, reasonValid
+		c.Message = "delivering " + string(st.cfg.format) + " notifications to " + st.cfg.host
+	}
+	return c
+}
+
+// updateReady stores the Ready condition and reports whether its status or reason changed (so
+// an Event is due). Callers hold mu.
+func (st *policyState) updateReady() (metav1.Condition, bool) {
+	c := st.ready()
+	if meta.SetStatusCondition(&st.conditions, c) {
+		st.dirty = true
+	}
+	key := [2]string{string(c.Status), c.Reason}
+	if key == st.announced {
+		return c, false
+	}
+	st.announced = key
+	return c, true
+}
+
+// statusPatch is the JSON merge patch of the status the state describes. The uid makes a patch
+// meant for a deleted policy fail on a new one of the same name. Callers hold mu.
+func (st *policyState) statusPatch() map[string]any {
+	var lastError any
+	if st.lastError != "" {
+		lastError = st.lastError
+	}
+	conditions := make([]metav1.Condition, len(st.conditions))
+	copy(conditions, st.conditions)
+	return map[string]any{
+		"metadata": map[string]any{"uid": st.uid},
+		"status": map[string]any{
+			"observedGeneration": st.generation,
+			"delivered":          st.delivered,
+			"failed":             st.failed,
+			"dropped":            st.dropped,
+			"lastDeliveryTime":   st.lastDelivery.DeepCopy(),
+			"lastError":          lastError,
+			"conditions":         conditions,
+		},
+	}
+}

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # make demo: start the local control plane, install KICK's CRDs, run the
-# manager against it and say what to try. With DEMO_EXIT=1 it checks that
-# everything came up and exits (0 only on success) instead of waiting.
+# manager and a CloudEvents receiver, apply a sample, change its Secret and
+# show the KickRequest succeed, the new ReplicaSet and the delivered event.
+# With DEMO_EXIT=1 it exits (0 only if all of that happened) instead of
+# running until Ctrl-C.
 set -euo pipefail
 
 bin=${1:?usage: demo.sh BIN_DIR K8S_BIN_DIR}
 k8s=${2:?usage: demo.sh BIN_DIR K8S_BIN_DIR}
 root=$(cd "$(dirname "$0")/.." && pwd)
-dir="$root/.demo"
+dir="${DEMO_DIR:-$root/.demo}"
 mkdir -p "$dir"
 say() { printf '\n\033[1m[demo] %s\033[0m\n' "$*"; }
 
@@ -56,20 +58,92 @@ for _ in $(seq 1 60); do
 done
 curl -fsS http://127.0.0.1:18081/readyz >/dev/null || { echo "kick-manager is not ready"; cat "$dir/manager.log"; exit 1; }
 
-say "KICK's CRDs on the cluster"
-"$kubectl" get crd -o name | grep kick.corewire.io
+say "starting a CloudEvents receiver on 127.0.0.1:18090 (log: $dir/receiver.log)"
+"$bin/kick-devcluster" receive --port 18090 >"$dir/receiver.log" 2>&1 &
+pids+=($!)
+
+say "applying the sample: namespace shop, Secret, Deployment, KickPolicy, NotificationPolicy"
+"$kubectl" apply -f - <<'YAML'
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: web-secret, namespace: shop}
+stringData: {API_TOKEN: alpha}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop, labels: {app: web}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: app
+        image: registry.k8s.io/pause:3.10
+        envFrom: [{secretRef: {name: web-secret}}]
+---
+apiVersion: kick.corewire.io/v1alpha1
+kind: KickPolicy
+metadata: {name: web, namespace: shop}
+spec:
+  discovery: {workloadSelector: {matchLabels: {app: web}}}
+---
+apiVersion: kick.corewire.io/v1alpha1
+kind: NotificationPolicy
+metadata: {name: events, namespace: shop}
+spec:
+  webhook:
+    url: http://127.0.0.1:18090/
+    format: cloudevents
+YAML
+"$kubectl" -n shop rollout status deployment/web --timeout=2m
+for _ in $(seq 1 60); do
+  "$kubectl" -n shop get sourceobservations -o name 2>/dev/null | grep -q . && break
+  sleep 1
+done
+"$kubectl" -n shop get replicasets
+
+say "changing the Secret's data"
+"$kubectl" -n shop patch secret web-secret --type merge -p '{"stringData":{"API_TOKEN":"bravo"}}'
+ok=0
+for _ in $(seq 1 90); do
+  phase=$("$kubectl" -n shop get kickrequest deployment-web -o jsonpath='{.status.phase}' 2>/dev/null || true)
+  if [[ "$phase" == "Succeeded" ]]; then ok=1; break; fi
+  sleep 1
+done
+"$kubectl" -n shop get kickrequests
+[[ $ok == 1 ]] || { echo "the KickRequest did not reach Succeeded"; tail -50 "$dir/manager.log"; exit 1; }
+say "the Deployment rolled out a new ReplicaSet"
+"$kubectl" -n shop get replicasets
+[[ $("$kubectl" -n shop get replicasets -o name | wc -l) -ge 2 ]] || { echo "no new ReplicaSet"; exit 1; }
+delivered=0
+for _ in $(seq 1 30); do
+  grep -q "io.corewire.kick.request.succeeded.v1" "$dir/receiver.log" && { delivered=1; break; }
+  sleep 1
+done
+say "the CloudEvents receiver got:"
+cat "$dir/receiver.log"
+[[ $delivered == 1 ]] || { echo "no CloudEvent was delivered"; exit 1; }
 
 cat <<EOF
 
 Try it:
   export KUBECONFIG=$KUBECONFIG
-  $kubectl explain kickpolicy.spec
-  $kubectl get kick -A
-  curl -s http://127.0.0.1:18080/metrics | grep -E '^(controller_runtime|workqueue)' | head
+  $kubectl -n shop patch secret web-secret --type merge -p '{"stringData":{"API_TOKEN":"charlie"}}'
+  $kubectl -n shop get kickrequests -w
+  $kubectl -n shop describe kickrequest deployment-web
+  $kubectl -n shop get kickpolicy,notificationpolicy
+  tail -f $dir/receiver.log
+  curl -s http://127.0.0.1:18080/metrics | grep ^kick_
 
 EOF
 if [[ "${DEMO_EXIT:-0}" == "1" ]]; then
-  say "DEMO_EXIT=1: everything came up; exiting"
+  say "DEMO_EXIT=1: the restart happened and was delivered; exiting"
   exit 0
 fi
 say "running; press Ctrl-C to stop"

@@ -22,6 +22,7 @@ const usage = `kick-devcluster runs a local Kubernetes control plane on 127.0.0.
 
 Usage:
   kick-devcluster up --dir DIR [--nodes N] [--crds upstream] [--kick-crds DIR] [--bin-dir DIR]
+  kick-devcluster receive [--port 18090]   (a CloudEvents receiver that prints what it gets)
 
 It writes DIR/kubeconfig, prints a line starting with "ready" once a
 Deployment can become Available, and runs until SIGINT or SIGTERM, then stops
@@ -33,6 +34,9 @@ func main() {
 }
 
 func run(args []string) int {
+	if len(args) > 0 && args[0] == "receive" {
+		return receive(args[1:])
+	}
 	if len(args) == 0 || args[0] != "up" {
 		fmt.Fprint(os.Stderr, usage)
 		return 2

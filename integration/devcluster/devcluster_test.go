@@ -307,3 +307,37 @@ func TestDevclusterRefusesBadUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestDemo runs `make demo`'s script with DEMO_EXIT=1: it must show a
+// Secret change restarting the sample Deployment and the CloudEvent
+// arriving, and exit 0.
+func TestDemo(t *testing.T) {
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	binDir := os.Getenv("KICK_BIN")
+	if binDir == "" {
+		// Not run through make: build the commands side by side, as the
+		// script expects them in one directory.
+		binDir = t.TempDir()
+		build := exec.Command("go", "build", "-o", binDir+"/", "./cmd/kick-manager", "./cmd/kubectl-kick", "./cmd/kick-devcluster")
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("build: %v\n%s", err, out)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "hack", "demo.sh"), binDir, cluster.K8sBinDir(t))
+	cmd.Env = append(os.Environ(), "DEMO_EXIT=1", "DEMO_DIR="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("demo failed: %v\n%s", err, out)
+	}
+	for _, want := range []string{"Succeeded", "io.corewire.kick.request.succeeded.v1", "the restart happened and was delivered"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("demo output does not show %q:\n%s", want, out)
+		}
+	}
+}

@@ -93,7 +93,8 @@ type WebhookSpec struct {
 	// +kubebuilder:default=POST
 	Method WebhookMethod `json:"method,omitempty"`
 
-	// TimeoutSeconds bounds each delivery attempt, from 1 to 120 seconds.
+	// TimeoutSeconds bounds one delivery, retries and Retry-After waits
+	// included, from 1 to 120 seconds.
 	// +optional
 	// +kubebuilder:default=10
 	// +kubebuilder:validation:Minimum=1
@@ -288,7 +289,9 @@ type NotificationPolicyStatus struct {
 	// +optional
 	Delivered int64 `json:"delivered"`
 
-	// Failed counts deliveries that failed after all retries.
+	// Failed counts deliveries that failed after all retries, and matching
+	// events not sent because the policy is invalid or its endpoint answered
+	// 410 Gone.
 	// +optional
 	Failed int64 `json:"failed"`
 

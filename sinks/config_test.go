@@ -1,6 +1,7 @@
 package sinks
 
 import (
+	"github.com/kick-operator/kick/sinks/sinkstest"
 	"strings"
 	"testing"
 
@@ -108,7 +109,7 @@ func TestBuildConfigReuse(t *testing.T) {
 	}
 	withCA := p.DeepCopy()
 	withCA.Spec.Webhook.TLS = &kickv1alpha1.WebhookTLS{CABundle: ref("ca", "ca.crt")}
-	ca := secret("ca", map[string]string{"ca.crt": string(testCAPEM(t))})
+	ca := secret("ca", map[string]string{"ca.crt": string(sinkstest.NewCA(t).PEM)})
 	rebuilt, prob := build(t, withCA, nil, changed, tok2, ca)
 	if prob != nil {
 		t.Fatal(prob.message)

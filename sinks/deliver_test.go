@@ -5,8 +5,8 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
+	"github.com/kick-operator/kick/sinks/sinkstest"
 	"io"
 	"log"
 	"net"
@@ -343,11 +343,10 @@ func TestDeliverNetworkErrorNamesHostOnly(t *testing.T) {
 }
 
 func TestDeliverTLS(t *testing.T) {
-	ca := newTestCA(t)
-	serverPair, _, _ := ca.issue(t, false)
-	_, clientCert, clientKey := ca.issue(t, true)
-	pool := x509.NewCertPool()
-	pool.AddCert(ca.cert)
+	ca := sinkstest.NewCA(t)
+	serverPair, _, _ := ca.Issue(t, false)
+	_, clientCert, clientKey := ca.Issue(t, true)
+	pool := ca.Pool()
 
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if len(r.TLS.PeerCertificates) == 0 {
@@ -361,7 +360,7 @@ func TestDeliverTLS(t *testing.T) {
 	srv.StartTLS()
 	defer srv.Close()
 
-	caSecret := secret("ca", map[string]string{"ca.crt": string(ca.pem)})
+	caSecret := secret("ca", map[string]string{"ca.crt": string(ca.PEM)})
 	tlsSecret := secret("client", map[string]string{corev1.TLSCertKey: string(clientCert), corev1.TLSPrivateKeyKey: string(clientKey)})
 	tlsSecret.Type = corev1.SecretTypeTLS
 

@@ -5,9 +5,9 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"github.com/kick-operator/kick/sinks/sinkstest"
 	"io"
 	"log"
 	"net"
@@ -324,11 +324,10 @@ func TestQueueDropsOldest(t *testing.T) {
 // the client certificate for mutual TLS.
 func TestTLS(t *testing.T) {
 	h := start(t, nil)
-	ca := newTestCA(t)
-	serverPair, _, _ := ca.issue(t, false)
-	_, clientCert, clientKey := ca.issue(t, true)
-	pool := x509.NewCertPool()
-	pool.AddCert(ca.cert)
+	ca := sinkstest.NewCA(t)
+	serverPair, _, _ := ca.Issue(t, false)
+	_, clientCert, clientKey := ca.Issue(t, true)
+	pool := ca.Pool()
 	serve := func(clientAuth tls.ClientAuthType) *httptest.Server {
 		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 		srv.TLS = &tls.Config{Certificates: []tls.Certificate{serverPair}, ClientCAs: pool, ClientAuth: clientAuth}
@@ -339,7 +338,7 @@ func TestTLS(t *testing.T) {
 	}
 	plain, mutual := serve(tls.NoClientCert), serve(tls.RequireAndVerifyClientCert)
 
-	h.secret("ca", corev1.SecretTypeOpaque, map[string]string{"ca.crt": string(ca.pem)})
+	h.secret("ca", corev1.SecretTypeOpaque, map[string]string{"ca.crt": string(ca.PEM)})
 	h.secret("client", corev1.SecretTypeTLS, map[string]string{corev1.TLSCertKey: string(clientCert), corev1.TLSPrivateKeyKey: string(clientKey)})
 	withTLS := func(url string, clientCert bool) kickv1alpha1.NotificationPolicySpec {
 		s := webhook(url)

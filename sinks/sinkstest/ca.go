@@ -1,4 +1,7 @@
-package sinks
+// Package sinkstest holds test helpers shared by the sinks unit tests and
+// the notification integration tests: a throw-away certificate authority
+// that issues server and client certificates for 127.0.0.1.
+package sinkstest
 
 import (
 	"crypto/ecdsa"
@@ -14,14 +17,16 @@ import (
 	"time"
 )
 
-// testCA is a throw-away certificate authority.
-type testCA struct {
+// CA is a throw-away certificate authority for TLS tests.
+type CA struct {
 	cert *x509.Certificate
 	key  *ecdsa.PrivateKey
-	pem  []byte
+	// PEM is the CA certificate, for a client's CA bundle.
+	PEM []byte
 }
 
-func newTestCA(t testing.TB) *testCA {
+// NewCA creates a CA valid for an hour.
+func NewCA(t testing.TB) *CA {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -37,11 +42,12 @@ func newTestCA(t testing.TB) *testCA {
 		t.Fatal(err)
 	}
 	cert, _ := x509.ParseCertificate(der)
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+	return &CA{cert: cert, key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
 }
 
-// issue signs a leaf certificate for 127.0.0.1 and localhost; it returns the pair and its PEM.
-func (ca *testCA) issue(t testing.TB, client bool) (tls.Certificate, []byte, []byte) {
+// Issue signs a server (or, with client, a client) certificate for
+// 127.0.0.1 and localhost; it returns the pair and its PEM encodings.
+func (ca *CA) Issue(t testing.TB, client bool) (tls.Certificate, []byte, []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -74,4 +80,10 @@ func (ca *testCA) issue(t testing.TB, client bool) (tls.Certificate, []byte, []b
 	return pair, certPEM, keyPEM
 }
 
-func testCAPEM(t testing.TB) []byte { return newTestCA(t).pem }
+// Pool is a certificate pool holding only this CA, for a server verifying
+// client certificates.
+func (ca *CA) Pool() *x509.CertPool {
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.cert)
+	return pool
+}

@@ -25,13 +25,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/integration/cluster"
@@ -75,34 +71,20 @@ func start(t *testing.T, mutate func(*sinks.Options)) *harness {
 	h := &harness{t: t, env: env, ns: env.Namespace(t), reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
 	t.Cleanup(h.checkNoLeak) // runs last: after the manager stopped
 
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, kickv1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
 	logger := funcr.New(func(prefix, args string) {
 		h.logs.WriteString(prefix + " " + args + "\n")
 	}, funcr.Options{Verbosity: 10})
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 scheme,
-		Logger:                 logger,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache: cache.Options{
-			DefaultNamespaces: map[string]cache.Config{h.ns: {}},
-			ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {Transform: func(o any) (any, error) {
-				if s, ok := o.(*corev1.Secret); ok {
-					s.Data, s.StringData = nil, nil
-				}
-				return o, nil
-			}}},
-		},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	mgr := env.InProcessManager(t, h.ns, func(o *ctrl.Options) {
+		o.Logger = logger
+		// Strip Secret data in the cache, as the real manager does, so the
+		// controller has to read Secrets from the API server.
+		o.Cache.ByObject = map[client.Object]cache.ByObject{&corev1.Secret{}: {Transform: func(o any) (any, error) {
+			if s, ok := o.(*corev1.Secret); ok {
+				s.Data, s.StringData = nil, nil
+			}
+			return o, nil
+		}}}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	h.rt = router.New(router.Options{Registerer: prometheus.NewRegistry()})
 	opts := sinks.Options{Router: h.rt, Registerer: h.reg, StatusInterval: 300 * time.Millisecond, MaxConcurrentReconciles: 2}
 	if mutate != nil {
@@ -111,19 +93,8 @@ func start(t *testing.T, mutate func(*sinks.Options)) *harness {
 	if err := (&sinks.Reconciler{}).SetupWithManager(mgr, opts); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error, 1)
-	go func() { stopped <- mgr.Start(ctx) }()
+	cluster.RunManager(t, mgr)
 	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-stopped:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("manager: %v", err)
-			}
-		case <-time.After(wait):
-			t.Error("the manager did not stop")
-		}
 		h.rt.Close()
 		if t.Failed() {
 			t.Logf("manager log:\n%s", h.logs.String())

@@ -1,0 +1,416 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/restart/request"
+)
+
+const requestsResource = "kickrequests.kick.corewire.io"
+
+// kindAliases maps the accepted spellings (lower case) to a target kind.
+var kindAliases = map[string]kickv1alpha1.TargetKind{
+	"deployment": kickv1alpha1.TargetDeployment, "deployments": kickv1alpha1.TargetDeployment, "deploy": kickv1alpha1.TargetDeployment,
+	"statefulset": kickv1alpha1.TargetStatefulSet, "statefulsets": kickv1alpha1.TargetStatefulSet, "sts": kickv1alpha1.TargetStatefulSet,
+	"daemonset": kickv1alpha1.TargetDaemonSet, "daemonsets": kickv1alpha1.TargetDaemonSet, "ds": kickv1alpha1.TargetDaemonSet,
+	"rollout": kickv1alpha1.TargetRollout, "rollouts": kickv1alpha1.TargetRollout,
+}
+
+// parseKind resolves a kind or alias, case-insensitively.
+func parseKind(s string) (kickv1alpha1.TargetKind, error) {
+	if k, ok := kindAliases[strings.ToLower(s)]; ok {
+		return k, nil
+	}
+	return "", usagef("unknown kind %q: use deployment (deploy), statefulset (sts), daemonset (ds) or rollout", s)
+}
+
+// parseTarget parses KIND/NAME.
+func parseTarget(s string) (kickv1alpha1.TargetKind, string, error) {
+	kindStr, name, ok := strings.Cut(s, "/")
+	if !ok {
+		return "", "", usagef("%q is not KIND/NAME, e.g. deployment/web", s)
+	}
+	kind, err := parseKind(kindStr)
+	if err != nil {
+		return "", "", err
+	}
+	if name == "" {
+		return "", "", usagef("missing name in %q, e.g. %s/web", s, strings.ToLower(string(kind)))
+	}
+	if strings.Contains(name, "/") {
+		return "", "", usagef("%q is not KIND/NAME, e.g. deployment/web", s)
+	}
+	return kind, name, nil
+}
+
+// restartOptions is the parsed command line of "restart".
+type restartOptions struct {
+	kind    kickv1alpha1.TargetKind
+	name    string
+	reason  string
+	wait    bool
+	timeout time.Duration
+}
+
+func parseRestart(args []string) (*restartOptions, *genericclioptions.ConfigFlags, bool, error) {
+	fs, cf := newFlagSet("restart")
+	o := &restartOptions{}
+	fs.StringVar(&o.reason, "reason", "", "why the restart is needed (copied into events and notifications; no secrets)")
+	fs.BoolVar(&o.wait, "wait", false, "follow the request until it finishes; the exit code reports the outcome")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "how long --wait waits before giving up (exit code 2)")
+	helpRequested, err := parseFlags(fs, args)
+	if err != nil || helpRequested {
+		return nil, nil, helpRequested, err
+	}
+	switch fs.NArg() {
+	case 0:
+		return nil, nil, false, usagef("restart needs KIND/NAME, e.g. kubectl kick restart deployment/web")
+	case 1:
+	default:
+		return nil, nil, false, usagef("restart takes one KIND/NAME, got %q", fs.Args())
+	}
+	if o.timeout <= 0 {
+		return nil, nil, false, usagef("--timeout must be positive, got %s", o.timeout)
+	}
+	if o.kind, o.name, err = parseTarget(fs.Arg(0)); err != nil {
+		return nil, nil, false, err
+	}
+	return o, cf, false, nil
+}
+
+func runRestart(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, cf, helpRequested, err := parseRestart(args)
+	if helpRequested {
+		fmt.Fprint(stdout, help)
+		return exitOK
+	}
+	if err != nil {
+		return report(stderr, err)
+	}
+	s, err := connect(cf)
+	if err != nil {
+		return report(stderr, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	return s.restart(ctx, o, stdout, stderr)
+}
+
+// since marks where a wait starts: only outcomes after it count.
+type since struct {
+	// reopened is set when this command reopened a finished request; its
+	// old terminal phase must not count.
+	reopened bool
+	// completion is the old request's completion time.
+	completion *metav1.Time
+}
+
+func (s *session) restart(ctx context.Context, o *restartOptions, stdout, stderr io.Writer) int {
+	key := client.ObjectKey{Namespace: s.namespace, Name: request.Name(o.kind, o.name)}
+	target := fmt.Sprintf("%s/%s", strings.ToLower(string(o.kind)), o.name)
+	kr := &kickv1alpha1.KickRequest{}
+	var mark since
+	err := s.client.Get(ctx, key, kr)
+	switch {
+	case apierrors.IsNotFound(err):
+		kr = newRequest(key, o)
+		if err := s.client.Create(ctx, kr); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				// KICK created it meanwhile: follow it.
+				if err := s.client.Get(ctx, key, kr); err != nil {
+					return report(stderr, apiError("get", key.Namespace, err))
+				}
+				fmt.Fprintf(stdout, "kickrequest/%s for %s is already open (created by KICK)\n", key.Name, target)
+				break
+			}
+			return report(stderr, apiError("create", key.Namespace, err))
+		}
+		fmt.Fprintf(stdout, "kickrequest/%s created for %s in namespace %s\n", key.Name, target, key.Namespace)
+	case err != nil:
+		return report(stderr, apiError("get", key.Namespace, err))
+	case kr.Status.Phase.IsTerminal():
+		mark = since{reopened: true, completion: kr.Status.CompletionTime}
+		old := kr.Status.Phase
+		if err := s.client.Patch(ctx, kr, client.RawPatch(types.MergePatchType, reopenPatch(kr, o.reason, time.Now()))); err != nil {
+			return report(stderr, apiError("patch", key.Namespace, err))
+		}
+		fmt.Fprintf(stdout, "kickrequest/%s reopened for %s in namespace %s (was %s)\n", key.Name, target, key.Namespace, old)
+	default:
+		phase := kr.Status.Phase
+		if phase == "" {
+			phase = kickv1alpha1.PhasePending
+		}
+		fmt.Fprintf(stdout, "kickrequest/%s for %s is already open (%s)", key.Name, target, phase)
+		if !o.wait {
+			fmt.Fprint(stdout, "; use --wait to follow it")
+		}
+		fmt.Fprintln(stdout)
+	}
+	if !o.wait {
+		return exitOK
+	}
+	return s.follow(ctx, kr, mark, o.timeout, stdout, stderr)
+}
+
+func newRequest(key client.ObjectKey, o *restartOptions) *kickv1alpha1.KickRequest {
+	apiVersion := kickv1alpha1.AppsV1APIVersion
+	if o.kind == kickv1alpha1.TargetRollout {
+		apiVersion = kickv1alpha1.ArgoRolloutsAPIVersion
+	}
+	// No managed-by label: KICK treats the request as a person's and
+	// restarts even when the pods carry every recorded change.
+	return &kickv1alpha1.KickRequest{
+		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
+		Spec: kickv1alpha1.KickRequestSpec{
+			TargetRef: kickv1alpha1.TargetRef{APIVersion: apiVersion, Kind: o.kind, Name: o.name},
+			Reason:    o.reason,
+		},
+	}
+}
+
+// reopenPatch is the merge patch that reopens a finished request: a change
+// at now in request.ChangeAnnotation (never earlier than the one already
+// there, in the reconciler's format: RFC 3339 with nanoseconds, UTC) and
+// the new reason (or none).
+func reopenPatch(kr *kickv1alpha1.KickRequest, reason string, now time.Time) []byte {
+	change := now.UTC()
+	if v, ok := kr.Annotations[request.ChangeAnnotation]; ok {
+		// "<earliest>" or "<earliest>/<latest>": keep the newest bound.
+		for _, part := range strings.Split(v, "/") {
+			if t, err := time.Parse(time.RFC3339Nano, part); err == nil && t.After(change) {
+				change = t.UTC()
+			}
+		}
+	}
+	var r any
+	if reason != "" {
+		r = reason
+	}
+	patch := map[string]any{
+		"metadata": map[string]any{"annotations": map[string]any{request.ChangeAnnotation: change.Format(time.RFC3339Nano)}},
+		"spec":     map[string]any{"reason": r},
+	}
+	b, _ := json.Marshal(patch)
+	return b
+}
+
+// done reports whether kr has reached an outcome that counts for mark.
+func (m since) done(kr *kickv1alpha1.KickRequest, seenOpen bool) bool {
+	if !kr.Status.Phase.IsTerminal() {
+		return false
+	}
+	if !m.reopened || seenOpen {
+		return true
+	}
+	c := kr.Status.CompletionTime
+	return c != nil && (m.completion == nil || c.After(m.completion.Time))
+}
+
+// follow watches the request, printing each phase change, until it ends,
+// ctx ends or the request disappears.
+func (s *session) follow(ctx context.Context, kr *kickv1alpha1.KickRequest, mark since, timeout time.Duration, stdout, stderr io.Writer) int {
+	key := client.ObjectKeyFromObject(kr)
+	p := &printer{out: stdout}
+	seenOpen := false
+	observe := func(kr *kickv1alpha1.KickRequest) (int, bool) {
+		if !kr.Status.Phase.IsTerminal() {
+			seenOpen = true
+		} else if !mark.done(kr, seenOpen) {
+			return 0, false // the old outcome, from before the reopen
+		}
+		p.print(kr, time.Now())
+		if mark.done(kr, seenOpen) {
+			return finish(kr, stdout, stderr), true
+		}
+		return 0, false
+	}
+	if code, ok := observe(kr); ok {
+		return code
+	}
+	last := kr
+	rv := kr.ResourceVersion
+	for {
+		w, err := s.client.Watch(ctx, &kickv1alpha1.KickRequestList{}, &client.ListOptions{
+			Namespace:     key.Namespace,
+			FieldSelector: fields.OneTermEqualSelector("metadata.name", key.Name),
+			Raw:           &metav1.ListOptions{ResourceVersion: rv},
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return timedOut(last, timeout, stderr)
+			}
+			return report(stderr, apiError("watch", key.Namespace, err))
+		}
+		restart := false
+		for !restart {
+			select {
+			case <-ctx.Done():
+				w.Stop()
+				return timedOut(last, timeout, stderr)
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					restart = true
+					break
+				}
+				switch ev.Type {
+				case watch.Added, watch.Modified:
+					cur, isKR := ev.Object.(*kickv1alpha1.KickRequest)
+					if !isKR {
+						continue
+					}
+					last = cur
+					if code, done := observe(cur); done {
+						w.Stop()
+						return code
+					}
+				case watch.Deleted:
+					w.Stop()
+					fmt.Fprintf(stderr, "kubectl kick: kickrequest/%s was deleted while waiting for it\n", key.Name)
+					return exitUsage
+				case watch.Error:
+					// E.g. the resource version is too old: start over.
+					restart = true
+				}
+			}
+		}
+		w.Stop()
+		// Re-read the request so nothing between the watches is lost.
+		cur := &kickv1alpha1.KickRequest{}
+		if err := s.client.Get(ctx, key, cur); err != nil {
+			if ctx.Err() != nil {
+				return timedOut(last, timeout, stderr)
+			}
+			if apierrors.IsNotFound(err) {
+				fmt.Fprintf(stderr, "kubectl kick: kickrequest/%s was deleted while waiting for it\n", key.Name)
+				return exitUsage
+			}
+			return report(stderr, apiError("get", key.Namespace, err))
+		}
+		last, rv = cur, cur.ResourceVersion
+		if code, done := observe(cur); done {
+			return code
+		}
+	}
+}
+
+// printer prints one line per phase or gate-reason change.
+type printer struct {
+	out  io.Writer
+	last string
+}
+
+func (p *printer) print(kr *kickv1alpha1.KickRequest, now time.Time) {
+	line := statusLine(kr)
+	if line == p.last {
+		return
+	}
+	p.last = line
+	fmt.Fprintf(p.out, "%s %s\n", now.Format("15:04:05"), line)
+}
+
+// statusLine is "<phase> <reason>: <message>" for a request: the gate
+// decision while it waits, the Completed condition once it is finished.
+func statusLine(kr *kickv1alpha1.KickRequest) string {
+	phase := kr.Status.Phase
+	if phase == "" {
+		phase = kickv1alpha1.PhasePending
+	}
+	reason, message := "", ""
+	switch {
+	case phase.IsTerminal():
+		if c := meta.FindStatusCondition(kr.Status.Conditions, conditionCompleted); c != nil {
+			reason, message = c.Reason, c.Message
+		}
+	case kr.Status.Gate != nil && (phase.IsWaiting() || kr.Status.Gate.Reason.Blocks()):
+		reason, message = string(kr.Status.Gate.Reason), kr.Status.Gate.Message
+	}
+	line := fmt.Sprintf("%-15s", phase)
+	switch {
+	case reason != "" && message != "":
+		line += " " + reason + ": " + message
+	case reason != "":
+		line += " " + reason
+	case message != "":
+		line += " " + message
+	}
+	return strings.TrimRight(line, " ")
+}
+
+// conditionCompleted is the condition a finished request explains its
+// outcome with.
+const conditionCompleted = "Completed"
+
+// exitCode maps a terminal phase to the exit code of "restart --wait".
+func exitCode(phase kickv1alpha1.KickRequestPhase) int {
+	switch phase {
+	case kickv1alpha1.PhaseSucceeded, kickv1alpha1.PhaseNoLongerRequired, kickv1alpha1.PhaseDryRun:
+		return exitOK
+	case kickv1alpha1.PhaseFailed:
+		return exitFailed
+	}
+	return exitTimeout
+}
+
+func finish(kr *kickv1alpha1.KickRequest, stdout, stderr io.Writer) int {
+	code := exitCode(kr.Status.Phase)
+	if code == exitFailed {
+		msg := "no reason recorded"
+		if c := meta.FindStatusCondition(kr.Status.Conditions, conditionCompleted); c != nil {
+			msg = c.Reason + ": " + c.Message
+		}
+		fmt.Fprintf(stderr, "kubectl kick: restart of %s/%s failed: %s\n", strings.ToLower(string(kr.Spec.TargetRef.Kind)), kr.Spec.TargetRef.Name, msg)
+		return code
+	}
+	fmt.Fprintf(stdout, "kickrequest/%s finished: %s\n", kr.Name, kr.Status.Phase)
+	return code
+}
+
+func timedOut(kr *kickv1alpha1.KickRequest, timeout time.Duration, stderr io.Writer) int {
+	fmt.Fprintf(stderr, "kubectl kick: gave up after %s waiting for kickrequest/%s; it is still open: %s\n", timeout, kr.Name, statusLine(kr))
+	return exitTimeout
+}
+
+// apiError explains an API error; for Forbidden it names the permission
+// the caller lacks.
+func apiError(verb, namespace string, err error) error {
+	switch {
+	case apierrors.IsForbidden(err):
+		where := "in namespace " + namespace
+		if namespace == "" {
+			where = "cluster-wide"
+		}
+		return fmt.Errorf("permission denied: you need %q on %s %s (ask for a Role granting it)\n  %v", verb, requestsResource, where, err)
+	case apierrors.IsUnauthorized(err):
+		return fmt.Errorf("not authenticated to the cluster; check your kubeconfig and credentials: %v", err)
+	case meta.IsNoMatchError(err) || isMissingResource(err):
+		return fmt.Errorf("the KickRequest API (%s) is not installed in this cluster; install KICK first: %v", kickv1alpha1.GroupVersion, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("the API server did not answer in time: %v", err)
+	}
+	return fmt.Errorf("%s %s: %v", verb, requestsResource, err)
+}
+
+func isMissingResource(err error) bool {
+	var se apierrors.APIStatus
+	if !errors.As(err, &se) {
+		return false
+	}
+	d := se.Status().Details
+	return apierrors.IsNotFound(err) && (d == nil || d.Name == "")
+}

@@ -83,19 +83,6 @@ func sourceInScope(ctx context.Context, c client.Reader, namespace string, dep d
 	return policy.DependencyInScope(p, src.GetLabels()), nil
 }
 
-// manualChange is the change time a person's or CI's request stands for:
-// the end of the second it was created in (creation times are whole
-// seconds), so a rollout that started before the request never satisfies it.
-func manualChange(kr *kickv1alpha1.KickRequest) freshness.Change {
-	if !isManual(kr) || kr.CreationTimestamp.IsZero() {
-		return freshness.Change{}
-	}
-	// Treated as exact at the end of the creation second: a person asked for
-	// a restart, so when a rollout falls in the same second the request
-	// still restarts rather than risk being satisfied by an older rollout.
-	return freshness.At(kr.CreationTimestamp.Time.Add(time.Second - time.Nanosecond))
-}
-
 // latest combines changes, bound by bound.
 func latest(cs ...freshness.Change) freshness.Change {
 	var out freshness.Change

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -182,6 +183,9 @@ func (s *step) run(ctx context.Context) (ctrl.Result, error) {
 	}
 	s.policy = sel.Policy
 	st.PolicyRef = sel.Policy.Name
+	if err := s.recordManualRequest(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
 
 	recorded, err := LatestChange(ctx, s.r.Client, obj, sel.Policy)
 	if err != nil {
@@ -189,7 +193,7 @@ func (s *step) run(ctx context.Context) (ctrl.Result, error) {
 	}
 	// The records are the durable truth; the annotation carries a change
 	// the cache may not show yet, or one handed over by a duplicate.
-	s.latest = latest(recorded, changeAnnotation(s.kr), manualChange(s.kr))
+	s.latest = latest(recorded, changeAnnotation(s.kr))
 	if m := kickv1alpha1.NewNanoTime(s.latest.Latest).CeilMicro(); !s.latest.IsZero() && m.After(microTime(st.LatestObservedDependencyChange)) {
 		st.LatestObservedDependencyChange = &m
 	}
@@ -240,6 +244,23 @@ func (s *step) staleAgain(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	return !alreadyCarried(changed, rollout), nil
+}
+
+// recordManualRequest dates, once, the change a request from a person or
+// CI stands for: the moment KICK first saw it (after it was created, on
+// KICK's own clock), kept in the change annotation so it survives restarts.
+// The target then restarts unless a rollout started after that moment.
+func (s *step) recordManualRequest(ctx context.Context) error {
+	if !isManual(s.kr) || !changeAnnotation(s.kr).IsZero() {
+		return nil
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ChangeAnnotation, formatChange(freshness.At(s.now)))
+	updated := s.kr.DeepCopy()
+	if err := s.r.Client.Patch(ctx, updated, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		return fmt.Errorf("record when the request was seen: %w", err)
+	}
+	s.kr.Annotations = updated.Annotations
+	return nil
 }
 
 // reopen starts a new cycle for a finished request (model §10): back to

@@ -6,9 +6,11 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	k8sworkqueue "k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -175,6 +177,11 @@ type kindReconciler struct {
 
 func (k kindReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	out, err := k.r.reconcileSource(ctx, k.kind, req.NamespacedName)
+	if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {
+		// The cache had not seen our own last write of the record yet;
+		// classify again shortly instead of logging an error and backing off.
+		return reconcile.Result{RequeueAfter: 50 * time.Millisecond}, nil
+	}
 	if err == nil {
 		logOutcome(ctx, out)
 		k.r.metrics.observed(k.kind.name, out)

@@ -126,6 +126,11 @@ func run() error {
 		}
 	}()
 
+	// The GitOps, Rollouts and CSI integrations are not built yet: say so once
+	// instead of silently ignoring the flags.
+	log.Info("integrations not active in this build; KickPolicies with provider ArgoCD, Flux, Kargo or Auto wait with ProviderUnavailable",
+		"enable-argocd", opts.enableArgoCD, "enable-flux", opts.enableFlux, "enable-kargo", opts.enableKargo,
+		"enable-argo-rollouts", opts.enableArgoRollouts, "enable-csi-integration", opts.enableCSI)
 	log.Info("starting kick-manager", "version", version, "namespace", opts.namespace,
 		"leaderElection", opts.leaderElect, "maxConcurrentReconciles", opts.maxConcurrent)
 	return mgr.Start(ctx)

@@ -16,6 +16,11 @@ GO        ?= go
 UNIT_PKGS  = $(shell $(GO) list ./... | grep -v '/integration')
 
 CONTROLLER_GEN := $(BIN)/controller-gen
+# RBAC: the core role comes from these packages; each optional integration
+# gets its own role (deploy/rbac/NAME), granted only when it is enabled.
+CORE_RBAC_PKGS := ./cmd/... ./restart/request/... ./restart/observe/... ./restart/policy/... ./sinks/...
+INTEGRATIONS   := argocd=./gitops/argocd flux=./gitops/flux kargo=./gitops/kargo \
+	argo-rollouts=./restart/rollout secrets-store-csi=./restart/csi
 
 .PHONY: help
 help: ## list the targets
@@ -40,7 +45,9 @@ $(CONTROLLER_GEN): hack/tools/go.mod
 generate: $(CONTROLLER_GEN) ## deepcopy, CRDs (deploy/crds) and RBAC (deploy/rbac) from the Go markers
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=false paths=./api/... output:crd:artifacts:config=deploy/crds
-	$(CONTROLLER_GEN) rbac:roleName=kick-manager paths=./... output:rbac:artifacts:config=deploy/rbac
+	$(CONTROLLER_GEN) rbac:roleName=kick-manager $(foreach p,$(CORE_RBAC_PKGS),paths=$(p)) output:rbac:artifacts:config=deploy/rbac
+	@for i in $(INTEGRATIONS); do name=$${i%%=*}; pkg=$${i#*=}; \
+		$(CONTROLLER_GEN) rbac:roleName=kick-manager-$$name paths=$$pkg output:rbac:artifacts:config=deploy/rbac/$$name; done
 
 .PHONY: verify-generated
 verify-generated: generate ## fail when generated files differ from what is committed

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -62,8 +63,22 @@ func run() error {
 		cfg.QPS, cfg.Burst = float32(opts.kubeAPIQPS), opts.kubeAPIBurst
 	}
 
+	// Optional integrations are detected once, before the manager exists:
+	// a watch on a kind the API server does not serve would abort it.
+	probe, err := discoveryProbe(cfg)
+	if err != nil {
+		return err
+	}
+	active, err := probeIntegrations(opts, probe, func(name string, missing schema.GroupVersionKind) {
+		log.Info("integration skipped: its API is not served; restart the manager after installing it to enable it",
+			"integration", name, "missingKind", missing.String())
+	})
+	if err != nil {
+		return fmt.Errorf("probe integrations: %w", err)
+	}
+
 	scheme := k8sruntime.NewScheme()
-	for _, add := range []func(*k8sruntime.Scheme) error{clientgoscheme.AddToScheme, kickv1alpha1.AddToScheme} {
+	for _, add := range []func(*k8sruntime.Scheme) error{clientgoscheme.AddToScheme, kickv1alpha1.AddToScheme, active.addToScheme} {
 		if err := add(scheme); err != nil {
 			return err
 		}
@@ -81,13 +96,15 @@ func run() error {
 		return err
 	}
 	keys := observe.NewFingerprinter(key)
+	byObject := observe.NewCacheOptions(keys)
+	active.cacheOptions(byObject)
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
 		Cache: cache.Options{
 			// Secrets and ConfigMaps get their own transform (fingerprint,
 			// last write, no data); everything else drops managedFields.
-			ByObject:         observe.NewCacheOptions(keys),
+			ByObject:         byObject,
 			DefaultTransform: cache.TransformStripManagedFields(),
 		},
 		Metrics:                       metricsserver.Options{BindAddress: opts.metricsAddr},
@@ -112,7 +129,7 @@ func run() error {
 	}); err != nil {
 		return err
 	}
-	if err := wire(ctx, mgr, opts, keys); err != nil {
+	if err := wire(ctx, mgr, opts, keys, active); err != nil {
 		return err
 	}
 
@@ -126,11 +143,6 @@ func run() error {
 		}
 	}()
 
-	// The GitOps, Rollouts and CSI integrations are not built yet: say so once
-	// instead of silently ignoring the flags.
-	log.Info("integrations not active in this build; KickPolicies with provider ArgoCD, Flux, Kargo or Auto wait with ProviderUnavailable",
-		"enable-argocd", opts.enableArgoCD, "enable-flux", opts.enableFlux, "enable-kargo", opts.enableKargo,
-		"enable-argo-rollouts", opts.enableArgoRollouts, "enable-csi-integration", opts.enableCSI)
 	log.Info("starting kick-manager", "version", version, "namespace", opts.namespace,
 		"leaderElection", opts.leaderElect, "maxConcurrentReconciles", opts.maxConcurrent)
 	return mgr.Start(ctx)

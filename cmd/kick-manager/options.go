@@ -29,8 +29,13 @@ type options struct {
 	enableCSI          bool
 	argoCDNamespace    string
 	argoCDAppNSs       stringList
-	webhookDenyCIDRs   prefixList
-	webhookAllowCIDRs  prefixList
+	// Used when argocd-cm does not say (application.resourceTrackingMethod,
+	// installationID, application.instanceLabelKey).
+	argoCDTrackingMethod string
+	argoCDInstallationID string
+	argoCDLabelKey       string
+	webhookDenyCIDRs     prefixList
+	webhookAllowCIDRs    prefixList
 }
 
 func defaultNamespace() string {
@@ -50,13 +55,16 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 0, "client-side burst when --kube-api-qps is set")
 	fs.DurationVar(&o.rolloutTimeout, "rollout-timeout", 15*time.Minute, "how long a restart's rollout may take before the request fails")
 	fs.DurationVar(&o.requestRetention, "request-retention", 24*time.Hour, "how long finished KickRequests are kept")
-	fs.BoolVar(&o.enableArgoCD, "enable-argocd", true, "gate on Argo CD Applications and AppProjects (skipped when the CRDs are absent) [accepted but not active yet in this build]")
-	fs.BoolVar(&o.enableFlux, "enable-flux", true, "gate on Flux Kustomizations and HelmReleases (skipped when the CRDs are absent) [accepted but not active yet in this build]")
-	fs.BoolVar(&o.enableKargo, "enable-kargo", false, "gate on Kargo Stages and Promotions (skipped when the CRDs are absent) [accepted but not active yet in this build]")
-	fs.BoolVar(&o.enableArgoRollouts, "enable-argo-rollouts", false, "restart argoproj.io Rollouts (skipped when the CRD is absent) [accepted but not active yet in this build]")
-	fs.BoolVar(&o.enableCSI, "enable-csi-integration", false, "observe SecretProviderClassPodStatus for Secrets Store CSI rotation (skipped when the CRD is absent) [accepted but not active yet in this build]")
-	fs.StringVar(&o.argoCDNamespace, "argocd-namespace", "argocd", "namespace of the Argo CD control plane [accepted but not active yet in this build]")
-	fs.Var(&o.argoCDAppNSs, "argocd-application-namespaces", "comma-separated further namespaces holding Argo CD Applications [accepted but not active yet in this build]")
+	fs.BoolVar(&o.enableArgoCD, "enable-argocd", true, "gate on Argo CD Applications and AppProjects (skipped when the CRDs are absent)")
+	fs.BoolVar(&o.enableFlux, "enable-flux", true, "gate on Flux Kustomizations and HelmReleases (skipped when the CRDs are absent)")
+	fs.BoolVar(&o.enableKargo, "enable-kargo", false, "gate on Kargo Stages and Promotions (skipped when the CRDs are absent)")
+	fs.BoolVar(&o.enableArgoRollouts, "enable-argo-rollouts", false, "restart argoproj.io Rollouts (skipped when the CRD is absent)")
+	fs.BoolVar(&o.enableCSI, "enable-csi-integration", false, "observe SecretProviderClassPodStatus for Secrets Store CSI rotation (skipped when the CRD is absent)")
+	fs.StringVar(&o.argoCDNamespace, "argocd-namespace", "argocd", "namespace of the Argo CD control plane")
+	fs.Var(&o.argoCDAppNSs, "argocd-application-namespaces", "comma-separated further namespaces holding Argo CD Applications")
+	fs.StringVar(&o.argoCDTrackingMethod, "argocd-tracking-method", "annotation", "Argo CD resource tracking method (annotation, label, annotation+label) when argocd-cm does not set application.resourceTrackingMethod")
+	fs.StringVar(&o.argoCDInstallationID, "argocd-installation-id", "", "Argo CD installation id when argocd-cm does not set installationID")
+	fs.StringVar(&o.argoCDLabelKey, "argocd-label-key", "app.kubernetes.io/instance", "label key of Argo CD label tracking when argocd-cm does not set application.instanceLabelKey")
 	o.webhookDenyCIDRs = prefixList{netip.MustParsePrefix("169.254.0.0/16"), netip.MustParsePrefix("fe80::/10")}
 	fs.Var(&o.webhookDenyCIDRs, "webhook-deny-cidrs", "comma-separated CIDRs notification webhooks may never reach (default: link-local, where cloud metadata services live)")
 	fs.Var(&o.webhookAllowCIDRs, "webhook-allow-cidrs", "comma-separated CIDRs notification webhooks are restricted to (default: any not denied)")
@@ -75,6 +83,11 @@ func (o *options) validate() error {
 	}
 	if o.requestRetention <= 0 {
 		errs = append(errs, fmt.Errorf("--request-retention must be positive, got %s", o.requestRetention))
+	}
+	switch o.argoCDTrackingMethod {
+	case "annotation", "label", "annotation+label":
+	default:
+		errs = append(errs, fmt.Errorf("--argocd-tracking-method must be annotation, label or annotation+label, got %q", o.argoCDTrackingMethod))
 	}
 	if o.namespace == "" {
 		errs = append(errs, errors.New("--namespace must not be empty"))

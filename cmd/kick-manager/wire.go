@@ -7,7 +7,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/kick-operator/kick/gitops"
 	"github.com/kick-operator/kick/restart/discovery"
 	"github.com/kick-operator/kick/restart/observe"
 	"github.com/kick-operator/kick/restart/policy"
@@ -18,7 +17,7 @@ import (
 )
 
 // wire registers the indexes, the router and every controller with mgr.
-func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fingerprinter) error {
+func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fingerprinter, active *integrations) error {
 	log := ctrl.Log.WithName("router")
 	rt := router.New(router.Options{Registerer: metrics.Registry, Log: log.Info})
 	go func() { <-ctx.Done(); rt.Close() }()
@@ -38,7 +37,10 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 	if err := observer.SetupWithManager(mgr, observe.Options{MaxConcurrentReconciles: opts.maxConcurrent}); err != nil {
 		return err
 	}
-	if err := (&policy.Reconciler{}).SetupWithManager(mgr, policy.Options{MaxConcurrentReconciles: opts.maxConcurrent}); err != nil {
+	if err := active.registerProviders(ctx, mgr); err != nil {
+		return err
+	}
+	if err := (&policy.Reconciler{ProviderAvailable: active.gitops.Available}).SetupWithManager(mgr, policy.Options{MaxConcurrentReconciles: opts.maxConcurrent}); err != nil {
 		return err
 	}
 	if err := (&sinks.Reconciler{}).SetupWithManager(mgr, sinks.Options{
@@ -53,7 +55,8 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 	}
 	return request.SetupWithManager(ctx, mgr, request.Options{
 		Router:                  rt,
-		GitOps:                  gitops.Providers{},
+		GitOps:                  active.gitops,
+		Wakes:                   active.gitops.Wakes(),
 		Metrics:                 request.NewMetrics(metrics.Registry),
 		MaxConcurrentReconciles: opts.maxConcurrent,
 		RolloutTimeout:          opts.rolloutTimeout,

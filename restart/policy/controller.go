@@ -56,6 +56,9 @@ type Reconciler struct {
 	// changes status or reason. SetupWithManager sets it when nil; a nil
 	// Recorder emits nothing.
 	Recorder events.EventRecorder
+	// ProviderAvailable reports whether a GitOps provider is active in this
+	// manager (gitops.Registry.Available); nil treats every one as active.
+	ProviderAvailable func(kickv1alpha1.GitOpsProvider) (bool, string)
 
 	mu        sync.Mutex
 	announced map[types.NamespacedName]announcement
@@ -143,6 +146,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	ev := Evaluate(&p, policies.Items, workloads)
+	ev.Ready = WithProvider(ev.Ready, &p, r.ProviderAvailable)
 
 	want := p.DeepCopy()
 	want.Status.ObservedGeneration = p.Generation

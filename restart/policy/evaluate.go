@@ -25,6 +25,9 @@ const (
 	// ReasonAmbiguous: some workloads the policy selects are selected by
 	// another policy too, so KICK restarts none of them.
 	ReasonAmbiguous = "Ambiguous"
+	// ReasonProviderUnavailable: spec.gitOps.provider names an integration
+	// that is not active in this manager; its requests wait.
+	ReasonProviderUnavailable = string(kickv1alpha1.GateProviderUnavailable)
 )
 
 // Message of Ready=True on a suspended policy.
@@ -142,4 +145,18 @@ func ambiguousMessage(ev Evaluation) string {
 // oneLine flattens errors.Join output (one error per line).
 func oneLine(err error) string {
 	return strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
+}
+
+// WithProvider lowers an otherwise Ready condition to Ready=False with
+// ReasonProviderUnavailable when the policy's GitOps provider is not active
+// (available reports that), so the policy says why its requests wait.
+func WithProvider(c metav1.Condition, p *kickv1alpha1.KickPolicy, available func(kickv1alpha1.GitOpsProvider) (bool, string)) metav1.Condition {
+	if available == nil || c.Status != metav1.ConditionTrue {
+		return c
+	}
+	if ok, why := available(p.Spec.EffectiveProvider()); !ok {
+		c.Status, c.Reason = metav1.ConditionFalse, ReasonProviderUnavailable
+		c.Message = why + "; restarts under this policy wait until the integration is enabled (the manager detects integrations when it starts)"
+	}
+	return c
 }

@@ -96,3 +96,22 @@ func TestEvaluate(t *testing.T) {
 		})
 	}
 }
+
+func TestWithProvider(t *testing.T) {
+	ready := metav1.Condition{Type: kickv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonReady}
+	argo := &kickv1alpha1.KickPolicy{Spec: kickv1alpha1.KickPolicySpec{GitOps: &kickv1alpha1.GitOpsSpec{Provider: kickv1alpha1.ProviderArgoCD}}}
+	none := func(kickv1alpha1.GitOpsProvider) (bool, string) { return false, "provider ArgoCD is not active in this manager" }
+	all := func(kickv1alpha1.GitOpsProvider) (bool, string) { return true, "" }
+
+	if c := WithProvider(ready, argo, none); c.Status != metav1.ConditionFalse || c.Reason != ReasonProviderUnavailable ||
+		!strings.Contains(c.Message, "ArgoCD is not active") {
+		t.Errorf("unavailable provider: got %+v", c)
+	}
+	if c := WithProvider(ready, argo, all); c != ready {
+		t.Errorf("available provider changed the condition: %+v", c)
+	}
+	invalid := metav1.Condition{Type: kickv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonInvalidSchedule}
+	if c := WithProvider(invalid, argo, none); c != invalid {
+		t.Errorf("an invalid policy keeps its own reason, got %+v", c)
+	}
+}

@@ -30,8 +30,11 @@ import (
 
 // Options configure the request controller and driver.
 type Options struct {
-	Router                  *router.Router
-	GitOps                  gitops.Gate
+	Router *router.Router
+	GitOps gitops.Gate
+	// Wakes are the provider object kinds whose changes re-evaluate the
+	// open requests they concern (through WakeIndex).
+	Wakes                   []gitops.Wake
 	Metrics                 *Metrics
 	MaxConcurrentReconciles int
 	RolloutTimeout          time.Duration
@@ -53,7 +56,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		opts.Now = time.Now
 	}
 	if opts.GitOps == nil {
-		opts.GitOps = gitops.Providers{}
+		opts.GitOps = gitops.NewRegistry()
 	}
 	wake := make(chan event.GenericEvent, 1024)
 	r := &Reconciler{
@@ -89,6 +92,9 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)})
 	for _, kind := range workload.Kinds() {
 		b = b.Watches(kind, toRequests)
+	}
+	for _, w := range opts.Wakes {
+		b = b.Watches(w.Object, wakeHandler(mgr.GetClient(), w))
 	}
 	if err := b.Complete(r); err != nil {
 		return err
@@ -185,4 +191,22 @@ func openRequestsIn(ctx context.Context, c client.Reader, namespace string) []re
 		}
 	}
 	return out
+}
+
+// wakeHandler maps a provider object change to the open requests indexed
+// under the wake keys it names.
+func wakeHandler(c client.Reader, w gitops.Wake) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+		var out []reconcile.Request
+		for _, key := range w.Keys(ctx, obj) {
+			var list kickv1alpha1.KickRequestList
+			if err := c.List(ctx, &list, client.MatchingFields{WakeIndex: key}); err != nil {
+				continue
+			}
+			for i := range list.Items {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+			}
+		}
+		return out
+	})
 }

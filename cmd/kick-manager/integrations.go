@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/gitops"
+	"github.com/kick-operator/kick/gitops/argocd"
+	"github.com/kick-operator/kick/gitops/flux"
+	"github.com/kick-operator/kick/gitops/kargo"
+)
+
+// integrations is what the start-up probe decided: which optional
+// integrations run in this manager. It is fixed for the process lifetime,
+// because registering a watch for a kind the API server does not serve
+// aborts the manager.
+type integrations struct {
+	argoCD         bool
+	fluxKustomize  bool
+	fluxHelm       bool
+	kargo          bool
+	argoOpts       argocd.Options
+	gitops         *gitops.Registry
+}
+
+// kindProbe reports whether the API server serves a kind.
+type kindProbe func(schema.GroupVersionKind) (bool, error)
+
+// discoveryProbe asks the API server's discovery once per group/version.
+func discoveryProbe(cfg *rest.Config) (kindProbe, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	served := map[schema.GroupVersion]map[string]bool{}
+	return func(gvk schema.GroupVersionKind) (bool, error) {
+		gv := gvk.GroupVersion()
+		kinds, ok := served[gv]
+		if !ok {
+			list, err := dc.ServerResourcesForGroupVersion(gv.String())
+			if err != nil && !apierrors.IsNotFound(err) {
+				return false, fmt.Errorf("discover %s: %w", gv, err)
+			}
+			kinds = map[string]bool{}
+			if list != nil {
+				for _, r := range list.APIResources {
+					if !strings.Contains(r.Name, "/") {
+						kinds[r.Kind] = true
+					}
+				}
+			}
+			served[gv] = kinds
+		}
+		return kinds[gvk.Kind], nil
+	}, nil
+}
+
+// probeIntegrations decides, once, which enabled integrations can run, and
+// logs one line for each enabled one it skips, naming the kind it did not
+// find.
+func probeIntegrations(opts options, probe kindProbe, logSkip func(name string, missing schema.GroupVersionKind)) (*integrations, error) {
+	in := &integrations{gitops: gitops.NewRegistry()}
+	missingOf := func(kinds ...schema.GroupVersionKind) (*schema.GroupVersionKind, error) {
+		for _, k := range kinds {
+			ok, err := probe(k)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return &k, nil
+			}
+		}
+		return nil, nil
+	}
+	skip := func(provider kickv1alpha1.GitOpsProvider, name string, missing schema.GroupVersionKind) {
+		logSkip(name, missing)
+		in.gitops.MarkUnavailable(provider, fmt.Sprintf("the %s integration was skipped at start-up: %s is not served by the API server", name, missing))
+	}
+	off := func(provider kickv1alpha1.GitOpsProvider, flag string) {
+		in.gitops.MarkUnavailable(provider, fmt.Sprintf("the manager runs with --%s=false", flag))
+	}
+
+	if opts.enableArgoCD {
+		missing, err := missingOf(argocd.Kinds...)
+		if err != nil {
+			return nil, err
+		}
+		if missing != nil {
+			skip(kickv1alpha1.ProviderArgoCD, "Argo CD", *missing)
+		} else {
+			in.argoCD = true
+			in.argoOpts = argocd.Options{
+				Namespace:             opts.argoCDNamespace,
+				ApplicationNamespaces: opts.argoCDAppNSs,
+				TrackingMethod:        opts.argoCDTrackingMethod,
+				InstallationID:        opts.argoCDInstallationID,
+				LabelKey:              opts.argoCDLabelKey,
+			}
+		}
+	} else {
+		off(kickv1alpha1.ProviderArgoCD, "enable-argocd")
+	}
+
+	if opts.enableFlux {
+		for _, k := range []struct {
+			on   *bool
+			kind schema.GroupVersionKind
+		}{{&in.fluxKustomize, flux.KustomizationKind}, {&in.fluxHelm, flux.HelmReleaseKind}} {
+			missing, err := missingOf(k.kind)
+			if err != nil {
+				return nil, err
+			}
+			if missing != nil {
+				logSkip("Flux "+k.kind.Kind, *missing)
+			}
+			*k.on = missing == nil
+		}
+		if !in.fluxKustomize && !in.fluxHelm {
+			in.gitops.MarkUnavailable(kickv1alpha1.ProviderFlux, "the Flux integration was skipped at start-up: neither Kustomizations nor HelmReleases are served by the API server")
+		}
+	} else {
+		off(kickv1alpha1.ProviderFlux, "enable-flux")
+	}
+
+	if opts.enableKargo {
+		missing, err := missingOf(kargo.Kinds...)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case missing != nil:
+			skip(kickv1alpha1.ProviderKargo, "Kargo", *missing)
+		case !in.argoCD:
+			in.gitops.MarkUnavailable(kickv1alpha1.ProviderKargo, "the Kargo integration needs the Argo CD integration, which is not active")
+			logSkip("Kargo (needs the Argo CD integration)", argocd.Kinds[0])
+		default:
+			in.kargo = true
+		}
+	} else {
+		off(kickv1alpha1.ProviderKargo, "enable-kargo")
+	}
+	return in, nil
+}
+
+// addToScheme registers the types of the active integrations.
+func (in *integrations) addToScheme(s *k8sruntime.Scheme) error {
+	if in.argoCD {
+		if err := argocd.AddToScheme(s); err != nil {
+			return err
+		}
+	}
+	if in.fluxKustomize || in.fluxHelm {
+		if err := flux.AddToScheme(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cacheOptions adds the per-kind cache settings of the active integrations.
+func (in *integrations) cacheOptions(byObject map[client.Object]cache.ByObject) {
+	if in.argoCD {
+		maps.Copy(byObject, argocd.CacheOptions(in.argoOpts))
+	}
+	if in.fluxKustomize || in.fluxHelm {
+		maps.Copy(byObject, flux.CacheOptions(in.fluxOptions()))
+	}
+}
+
+func (in *integrations) fluxOptions() flux.Options {
+	return flux.Options{Kustomizations: in.fluxKustomize, HelmReleases: in.fluxHelm}
+}
+
+// registerProviders builds the active GitOps providers (their indexes and
+// watches) and registers them with the gate registry.
+func (in *integrations) registerProviders(ctx context.Context, mgr ctrl.Manager) error {
+	if in.argoCD {
+		argo, err := argocd.New(ctx, mgr, in.argoOpts)
+		if err != nil {
+			return fmt.Errorf("Argo CD integration: %w", err)
+		}
+		in.gitops.Register(argo)
+		if in.kargo {
+			k, err := kargo.New(ctx, mgr, argo)
+			if err != nil {
+				return fmt.Errorf("Kargo integration: %w", err)
+			}
+			in.gitops.Register(k)
+		}
+	}
+	if in.fluxKustomize || in.fluxHelm {
+		f, err := flux.New(ctx, mgr, in.fluxOptions())
+		if err != nil {
+			return fmt.Errorf("Flux integration: %w", err)
+		}
+		in.gitops.Register(f)
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"flag"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/gitops/argocd"
+	"github.com/kick-operator/kick/gitops/flux"
+	"github.com/kick-operator/kick/gitops/kargo"
+)
+
+func parsed(t *testing.T, args ...string) options {
+	t.Helper()
+	var o options
+	fs := flag.NewFlagSet("kick-manager", flag.ContinueOnError)
+	o.bind(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func served(kinds ...schema.GroupVersionKind) kindProbe {
+	return func(k schema.GroupVersionKind) (bool, error) {
+		for _, s := range kinds {
+			if s == k {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+}
+
+func TestProbeIntegrations(t *testing.T) {
+	all := append(append([]schema.GroupVersionKind{flux.KustomizationKind, flux.HelmReleaseKind}, argocd.Kinds...), kargo.Kinds...)
+	cases := []struct {
+		name       string
+		args       []string
+		served     []schema.GroupVersionKind
+		argo, kust bool
+		helm, karg bool
+		skipped    []string
+		why        map[kickv1alpha1.GitOpsProvider]string
+	}{
+		{name: "defaults on a cluster with everything", served: all, argo: true, kust: true, helm: true,
+			why: map[kickv1alpha1.GitOpsProvider]string{kickv1alpha1.ProviderKargo: "--enable-kargo=false"}},
+		{name: "kargo enabled", args: []string{"--enable-kargo"}, served: all, argo: true, kust: true, helm: true, karg: true},
+		{name: "no CRDs at all", args: []string{"--enable-kargo"}, skipped: []string{"Argo CD", "Flux Kustomization", "Flux HelmRelease", "Kargo"},
+			why: map[kickv1alpha1.GitOpsProvider]string{
+				kickv1alpha1.ProviderArgoCD: "argoproj.io/v1alpha1, Kind=Application is not served",
+				kickv1alpha1.ProviderFlux:   "neither Kustomizations nor HelmReleases",
+				kickv1alpha1.ProviderKargo:  "Kind=Stage is not served",
+			}},
+		{name: "only HelmRelease", served: []schema.GroupVersionKind{flux.HelmReleaseKind}, helm: true,
+			skipped: []string{"Argo CD", "Flux Kustomization"}},
+		{name: "kargo without Argo CD", args: []string{"--enable-kargo"}, served: append([]schema.GroupVersionKind{}, kargo.Kinds...),
+			skipped: []string{"Argo CD", "Flux Kustomization", "Flux HelmRelease", "Kargo (needs the Argo CD integration)"},
+			why:     map[kickv1alpha1.GitOpsProvider]string{kickv1alpha1.ProviderKargo: "needs the Argo CD integration"}},
+		{name: "disabled by flag", args: []string{"--enable-argocd=false", "--enable-flux=false"}, served: all,
+			why: map[kickv1alpha1.GitOpsProvider]string{kickv1alpha1.ProviderArgoCD: "--enable-argocd=false", kickv1alpha1.ProviderFlux: "--enable-flux=false"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var skipped []string
+			in, err := probeIntegrations(parsed(t, tc.args...), served(tc.served...), func(name string, _ schema.GroupVersionKind) {
+				skipped = append(skipped, name)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if in.argoCD != tc.argo || in.fluxKustomize != tc.kust || in.fluxHelm != tc.helm || in.kargo != tc.karg {
+				t.Errorf("active argo=%v kustomize=%v helm=%v kargo=%v, want %v %v %v %v",
+					in.argoCD, in.fluxKustomize, in.fluxHelm, in.kargo, tc.argo, tc.kust, tc.helm, tc.karg)
+			}
+			if strings.Join(skipped, "|") != strings.Join(tc.skipped, "|") {
+				t.Errorf("skipped %q, want %q", skipped, tc.skipped)
+			}
+			for p, want := range tc.why {
+				if ok, why := in.gitops.Available(p); ok || !strings.Contains(why, want) {
+					t.Errorf("%s: available=%v %q, want unavailable saying %q", p, ok, why, want)
+				}
+			}
+		})
+	}
+}

@@ -6,29 +6,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/integration/cluster"
+	"github.com/kick-operator/kick/integration/fixture"
 )
-
-func (f *fx) configMap(name string, data map[string]string) {
-	f.create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data})
-}
-
-func (f *fx) setConfigMap(name string, data map[string]string) {
-	f.t.Helper()
-	var cm corev1.ConfigMap
-	if err := f.env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: name}, &cm); err != nil {
-		f.t.Fatal(err)
-	}
-	cm.Data = data
-	if err := f.env.Client.Update(f.ctx, &cm); err != nil {
-		f.t.Fatal(err)
-	}
-}
 
 // TestEveryDiscoveryPathTriggers changes, one at a time, a source reached
 // through each kind of reference — env valueFrom (Secret and ConfigMap),
@@ -37,13 +21,13 @@ func (f *fx) setConfigMap(name string, data map[string]string) {
 // and expects one restart per change; a change to an imagePullSecret
 // restarts nothing.
 func TestEveryDiscoveryPathTriggers(t *testing.T) {
-	f := setup(t)
-	f.policy("all", selectAll+"\nrestart: {minInterval: 0s}")
+	f := fixture.Setup(t)
+	f.Policy("all", selectAll+"\nrestart: {minInterval: 0s}")
 	for _, s := range []string{"env-secret", "init-secret", "vol-secret", "proj-secret", "pull-secret"} {
-		f.secret(s, map[string]string{"k": "1"}, nil)
+		f.Secret(s, map[string]string{"k": "1"}, nil)
 	}
 	for _, c := range []string{"env-cm", "vol-cm", "proj-cm"} {
-		f.configMap(c, map[string]string{"k": "1"})
+		f.ConfigMap(c, map[string]string{"k": "1"})
 	}
 	spec := corev1.PodSpec{
 		ImagePullSecrets: []corev1.LocalObjectReference{{Name: "pull-secret"}},
@@ -63,8 +47,8 @@ func TestEveryDiscoveryPathTriggers(t *testing.T) {
 			}}}},
 		},
 	}
-	f.deployment("web", 1, spec)
-	f.waitAvailable("web")
+	f.Deployment("web", 1, spec)
+	f.WaitAvailable("web")
 
 	restarts := int32(0)
 	expectRestart := func(what string, change func()) {
@@ -73,7 +57,7 @@ func TestEveryDiscoveryPathTriggers(t *testing.T) {
 		restarts++
 		want := restarts
 		cluster.Eventually(t, 60*time.Second, fmt.Sprintf("restart %d after changing %s", want, what), func() (bool, error) {
-			kr, err := f.request("deployment-web")
+			kr, err := f.Request("deployment-web")
 			if err != nil {
 				return false, err
 			}
@@ -81,21 +65,21 @@ func TestEveryDiscoveryPathTriggers(t *testing.T) {
 		})
 	}
 	for _, s := range []string{"env-secret", "init-secret", "vol-secret", "proj-secret"} {
-		f.waitObservation(s)
-		expectRestart("Secret "+s, func() { f.setSecret(s, map[string]string{"k": "2"}) })
+		f.WaitObservation(s)
+		expectRestart("Secret "+s, func() { f.SetSecret(s, map[string]string{"k": "2"}) })
 	}
 	for _, c := range []string{"env-cm", "vol-cm", "proj-cm"} {
-		expectRestart("ConfigMap "+c, func() { f.setConfigMap(c, map[string]string{"k": "2"}) })
+		expectRestart("ConfigMap "+c, func() { f.SetConfigMap(c, map[string]string{"k": "2"}) })
 	}
-	expectRestart("the optional Secret, created now", func() { f.secret("later", map[string]string{"k": "1"}, nil) })
+	expectRestart("the optional Secret, created now", func() { f.Secret("later", map[string]string{"k": "1"}, nil) })
 
-	f.setSecret("pull-secret", map[string]string{"k": "2"})
-	f.barrier()
-	if kr, _ := f.request("deployment-web"); kr.Status.RestartCount != restarts {
+	f.SetSecret("pull-secret", map[string]string{"k": "2"})
+	f.Barrier()
+	if kr, _ := f.Request("deployment-web"); kr.Status.RestartCount != restarts {
 		t.Fatalf("an imagePullSecret change restarted the workload: restartCount %d, want %d", kr.Status.RestartCount, restarts)
 	}
 	var rec kickv1alpha1.SourceObservation
-	if err := f.env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: kickv1alpha1.ObservationName("Secret", "pull-secret")}, &rec); err == nil {
+	if err := f.Env.Client.Get(f.Ctx, client.ObjectKey{Namespace: f.NS, Name: kickv1alpha1.ObservationName("Secret", "pull-secret")}, &rec); err == nil {
 		t.Fatal("an imagePullSecret got an observation record")
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/integration/cluster"
+	"github.com/kick-operator/kick/integration/fixture"
 )
 
 // TestRestartIsNotified: the whole path from a Secret change to a webhook —
@@ -33,15 +34,15 @@ func TestRestartIsNotified(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	f := setup(t)
-	f.policy("all", selectAll)
-	f.create(&kickv1alpha1.NotificationPolicy{
+	f := fixture.Setup(t)
+	f.Policy("all", selectAll)
+	f.Create(&kickv1alpha1.NotificationPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "hook"},
 		Spec:       kickv1alpha1.NotificationPolicySpec{Webhook: kickv1alpha1.WebhookSpec{URL: srv.URL + "/kick"}},
 	})
-	f.webWithSecret()
-	f.setSecret("db", map[string]string{"password": "bravo"})
-	f.waitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 60*time.Second)
+	f.WebWithSecret()
+	f.SetSecret("db", map[string]string{"password": "bravo"})
+	f.WaitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 60*time.Second)
 	cluster.Eventually(t, 30*time.Second, "the Succeeded notification", func() (bool, error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -50,7 +51,7 @@ func TestRestartIsNotified(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	p := got[0]
-	if p["phase"] != "Succeeded" || p["reason"] != "RestartCompleted" || p["targetKind"] != "Deployment" || p["targetName"] != "web" || p["namespace"] != f.ns {
+	if p["phase"] != "Succeeded" || p["reason"] != "RestartCompleted" || p["targetKind"] != "Deployment" || p["targetName"] != "web" || p["namespace"] != f.NS {
 		t.Fatalf("unexpected payload %v", p)
 	}
 	if len(p) != 9 {

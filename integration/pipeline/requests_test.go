@@ -13,10 +13,11 @@ import (
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/integration/cluster"
+	"github.com/kick-operator/kick/integration/fixture"
 )
 
-func (f *fx) kickRequest(name string, kind kickv1alpha1.TargetKind, target, reason string) {
-	f.t.Helper()
+func kickRequest(f *fixture.F, name string, kind kickv1alpha1.TargetKind, target, reason string) {
+	f.T.Helper()
 	kr := &kickv1alpha1.KickRequest{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec:       kickv1alpha1.KickRequestSpec{TargetRef: kickv1alpha1.TargetRef{Kind: kind, Name: target}, Reason: reason},
@@ -24,44 +25,44 @@ func (f *fx) kickRequest(name string, kind kickv1alpha1.TargetKind, target, reas
 	if kind == kickv1alpha1.TargetRollout {
 		kr.Spec.TargetRef.APIVersion = kickv1alpha1.ArgoRolloutsAPIVersion
 	}
-	f.create(kr)
+	f.Create(kr)
 }
 
 // TestManualRequests: a request a person or CI creates restarts a workload
 // a policy selects exactly once, and fails with a clear reason for a
 // workload no policy selects, a missing workload or an inactive kind.
 func TestManualRequests(t *testing.T) {
-	f := setup(t)
-	f.policy("web-only", `discovery: {workloadSelector: {matchLabels: {app: web}}}`)
-	f.secret("db", map[string]string{"password": "alpha"}, nil)
-	f.deployment("web", 1, podSpec("db"))
-	f.deployment("other", 1, podSpec("db"))
-	f.waitAvailable("web")
-	f.waitAvailable("other")
+	f := fixture.Setup(t)
+	f.Policy("web-only", `discovery: {workloadSelector: {matchLabels: {app: web}}}`)
+	f.Secret("db", map[string]string{"password": "alpha"}, nil)
+	f.Deployment("web", 1, fixture.PodSpec("db"))
+	f.Deployment("other", 1, fixture.PodSpec("db"))
+	f.WaitAvailable("web")
+	f.WaitAvailable("other")
 
-	f.kickRequest("rotate-web", kickv1alpha1.TargetDeployment, "web", "credential rotated by CI")
-	kr := f.waitPhase("rotate-web", kickv1alpha1.PhaseSucceeded, 60*time.Second)
+	kickRequest(f, "rotate-web", kickv1alpha1.TargetDeployment, "web", "credential rotated by CI")
+	kr := f.WaitPhase("rotate-web", kickv1alpha1.PhaseSucceeded, 60*time.Second)
 	if kr.Status.RestartCount != 1 {
 		t.Fatalf("restartCount = %d, want 1", kr.Status.RestartCount)
 	}
-	f.waitReplicaSets("web", 2)
+	f.WaitReplicaSets("web", 2)
 
-	f.kickRequest("rotate-other", kickv1alpha1.TargetDeployment, "other", "")
-	kr = f.waitPhase("rotate-other", kickv1alpha1.PhaseFailed, 30*time.Second)
+	kickRequest(f, "rotate-other", kickv1alpha1.TargetDeployment, "other", "")
+	kr = f.WaitPhase("rotate-other", kickv1alpha1.PhaseFailed, 30*time.Second)
 	if kr.Status.Gate == nil || !strings.Contains(completedMessage(kr), "no KickPolicy") {
 		t.Fatalf("an unselected target must fail saying no KickPolicy selects it: %+v", kr.Status.Conditions)
 	}
-	if got := f.replicaSets("other"); len(got) != 1 {
+	if got := f.ReplicaSets("other"); len(got) != 1 {
 		t.Fatalf("a request for an unselected workload restarted it: %v", got)
 	}
 
-	f.kickRequest("ghost", kickv1alpha1.TargetDeployment, "ghost", "")
-	kr = f.waitPhase("ghost", kickv1alpha1.PhaseFailed, 30*time.Second)
+	kickRequest(f, "ghost", kickv1alpha1.TargetDeployment, "ghost", "")
+	kr = f.WaitPhase("ghost", kickv1alpha1.PhaseFailed, 30*time.Second)
 	if !strings.Contains(completedMessage(kr), "does not exist") {
 		t.Fatalf("a missing target must fail saying so: %+v", kr.Status.Conditions)
 	}
-	f.kickRequest("canary", kickv1alpha1.TargetRollout, "canary", "")
-	kr = f.waitPhase("canary", kickv1alpha1.PhaseFailed, 30*time.Second)
+	kickRequest(f, "canary", kickv1alpha1.TargetRollout, "canary", "")
+	kr = f.WaitPhase("canary", kickv1alpha1.PhaseFailed, 30*time.Second)
 	if !strings.Contains(completedMessage(kr), "--enable-argo-rollouts") {
 		t.Fatalf("a Rollout target without the integration must say how to enable it: %+v", kr.Status.Conditions)
 	}
@@ -80,15 +81,15 @@ func completedMessage(kr *kickv1alpha1.KickRequest) string {
 // (five fields) but that cannot be parsed holds restarts back with a clear
 // reason instead of restarting or crashing.
 func TestBrokenScheduleIsAConfigurationError(t *testing.T) {
-	f := setup(t)
-	f.policy("all", selectAll+"\nschedule: {windows: [{type: Allow, cron: \"61 * * * *\", duration: 1h}]}")
-	f.webWithSecret()
-	f.setSecret("db", map[string]string{"password": "bravo"})
-	kr := f.waitPhase("deployment-web", kickv1alpha1.PhaseWaitingForGate, 30*time.Second)
+	f := fixture.Setup(t)
+	f.Policy("all", selectAll+"\nschedule: {windows: [{type: Allow, cron: \"61 * * * *\", duration: 1h}]}")
+	f.WebWithSecret()
+	f.SetSecret("db", map[string]string{"password": "bravo"})
+	kr := f.WaitPhase("deployment-web", kickv1alpha1.PhaseWaitingForGate, 30*time.Second)
 	if kr.Status.Gate.Reason != kickv1alpha1.GateConfigurationError || !strings.Contains(kr.Status.Gate.Message, "window 0") {
 		t.Fatalf("gate = %+v, want ConfigurationError naming window 0", kr.Status.Gate)
 	}
-	if got := f.replicaSets("web"); len(got) != 1 {
+	if got := f.ReplicaSets("web"); len(got) != 1 {
 		t.Fatalf("a broken schedule let a restart through: %v", got)
 	}
 }
@@ -98,97 +99,97 @@ func TestBrokenScheduleIsAConfigurationError(t *testing.T) {
 // so the new pod cannot be scheduled) and starts a new one: it must keep
 // following the same rollout, and finish it once the node is back.
 func TestManagerRestartDuringRolloutDoesNotRestartTwice(t *testing.T) {
-	f := setup(t)
-	f.policy("all", selectAll)
-	f.webWithSecret()
+	f := fixture.Setup(t)
+	f.Policy("all", selectAll)
+	f.WebWithSecret()
 
-	f.cordon(true)
-	t.Cleanup(func() { f.cordon(false) })
-	f.setSecret("db", map[string]string{"password": "bravo"})
-	kr := f.waitPhase("deployment-web", kickv1alpha1.PhaseExecuting, 60*time.Second)
-	stamp := f.restartStamp("web")
+	cordon(f, true)
+	t.Cleanup(func() { cordon(f, false) })
+	f.SetSecret("db", map[string]string{"password": "bravo"})
+	kr := f.WaitPhase("deployment-web", kickv1alpha1.PhaseExecuting, 60*time.Second)
+	stamp := f.RestartStamp("web")
 	if stamp == "" || kr.Status.CurrentRollout == nil || kr.Status.CurrentRollout.RestartedAt != stamp {
 		t.Fatalf("executing request without a matching marker: stamp %q, marker %+v", stamp, kr.Status.CurrentRollout)
 	}
 
-	f.mgr.Kill()
-	f.mgr = f.env.StartManager(t, managerNamespace)
-	f.barrierOnOtherNode()
-	if got := f.restartStamp("web"); got != stamp {
+	f.Mgr.Kill()
+	f.Mgr = f.Env.StartManager(t, fixture.ManagerNamespace)
+	barrierOnOtherNode(f)
+	if got := f.RestartStamp("web"); got != stamp {
 		t.Fatalf("the new manager restarted again: stamp %q → %q", stamp, got)
 	}
-	f.cordon(false)
-	kr = f.waitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 90*time.Second)
-	if kr.Status.RestartCount != 1 || f.restartStamp("web") != stamp {
-		t.Fatalf("want one restart with stamp %s, got restartCount %d stamp %s", stamp, kr.Status.RestartCount, f.restartStamp("web"))
+	cordon(f, false)
+	kr = f.WaitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 90*time.Second)
+	if kr.Status.RestartCount != 1 || f.RestartStamp("web") != stamp {
+		t.Fatalf("want one restart with stamp %s, got restartCount %d stamp %s", stamp, kr.Status.RestartCount, f.RestartStamp("web"))
 	}
-	f.waitReplicaSets("web", 2)
+	f.WaitReplicaSets("web", 2)
 }
 
 // cordon marks every node unschedulable (or schedulable again).
-func (f *fx) cordon(on bool) {
-	f.t.Helper()
+func cordon(f *fixture.F, on bool) {
+	f.T.Helper()
 	var nodes corev1.NodeList
-	if err := f.env.Client.List(f.ctx, &nodes); err != nil {
-		f.t.Fatal(err)
+	if err := f.Env.Client.List(f.Ctx, &nodes); err != nil {
+		f.T.Fatal(err)
 	}
 	patch := []byte(`{"spec":{"unschedulable":false}}`)
 	if on {
 		patch = []byte(`{"spec":{"unschedulable":true}}`)
 	}
 	for i := range nodes.Items {
-		if err := f.env.Client.Patch(f.ctx, &nodes.Items[i], client.RawPatch(types.MergePatchType, patch)); err != nil {
-			f.t.Fatal(err)
+		if err := f.Env.Client.Patch(f.Ctx, &nodes.Items[i], client.RawPatch(types.MergePatchType, patch)); err != nil {
+			f.T.Fatal(err)
 		}
 	}
 }
 
 // barrierOnOtherNode is a barrier that needs no scheduling: a scaled-to-zero
 // canary restarts without pods, so it works while nodes are cordoned.
-func (f *fx) barrierOnOtherNode() {
-	f.t.Helper()
+func barrierOnOtherNode(f *fixture.F) {
+	f.T.Helper()
 	name := "zero-canary"
-	f.secret(name, map[string]string{"v": "1"}, nil)
-	f.deployment(name, 0, podSpec(name))
-	cluster.Eventually(f.t, 60*time.Second, "the zero canary to settle", func() (bool, error) {
+	f.Secret(name, map[string]string{"v": "1"}, nil)
+	f.Deployment(name, 0, fixture.PodSpec(name))
+	cluster.Eventually(f.T, 60*time.Second, "the zero canary to settle", func() (bool, error) {
 		var d appsv1.Deployment
-		err := f.env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: name}, &d)
+		err := f.Env.Client.Get(f.Ctx, client.ObjectKey{Namespace: f.NS, Name: name}, &d)
 		return err == nil && d.Status.ObservedGeneration >= d.Generation, err
 	})
-	f.waitObservation(name)
-	f.setSecret(name, map[string]string{"v": "2"})
-	f.waitPhase("deployment-"+name, kickv1alpha1.PhaseSucceeded, 60*time.Second)
+	f.WaitObservation(name)
+	f.SetSecret(name, map[string]string{"v": "2"})
+	f.WaitPhase("deployment-"+name, kickv1alpha1.PhaseSucceeded, 60*time.Second)
 }
 
 // TestNewPolicyAdoptsStaleWorkloadsOnly: when a KickPolicy starts selecting
 // workloads, one whose pods are older than a change KICK already recorded
 // restarts once, and one that is fresh gets no request at all.
 func TestNewPolicyAdoptsStaleWorkloadsOnly(t *testing.T) {
-	f := setup(t)
-	f.policy("web-only", `discovery: {workloadSelector: {matchLabels: {app: web}}}`)
-	f.secret("db", map[string]string{"password": "alpha"}, nil)
-	f.secret("cfg", map[string]string{"mode": "a"}, nil)
-	f.deployment("web", 1, podSpec("db"))
-	f.deployment("other", 1, podSpec("db"))
-	f.deployment("quiet", 1, podSpec("cfg"))
+	f := fixture.Setup(t)
+	f.Policy("web-only", `discovery: {workloadSelector: {matchLabels: {app: web}}}`)
+	f.Secret("db", map[string]string{"password": "alpha"}, nil)
+	f.Secret("cfg", map[string]string{"mode": "a"}, nil)
+	f.Deployment("web", 1, fixture.PodSpec("db"))
+	f.Deployment("other", 1, fixture.PodSpec("db"))
+	f.Deployment("quiet", 1, fixture.PodSpec("cfg"))
 	for _, d := range []string{"web", "other", "quiet"} {
-		f.waitAvailable(d)
+		f.WaitAvailable(d)
 	}
-	f.waitObservation("db")
-	f.setSecret("db", map[string]string{"password": "bravo"})
-	f.waitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 60*time.Second)
-	if got := f.replicaSets("other"); len(got) != 1 {
+	f.WaitObservation("db")
+	f.SetSecret("db", map[string]string{"password": "bravo"})
+	f.WaitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 60*time.Second)
+	if got := f.ReplicaSets("other"); len(got) != 1 {
 		t.Fatalf("an unselected workload restarted: %v", got)
 	}
 
-	f.policy("the-rest", `discovery: {workloadSelector: {matchExpressions: [{key: app, operator: In, values: [other, quiet]}]}}`)
-	f.waitPhase("deployment-other", kickv1alpha1.PhaseSucceeded, 60*time.Second)
-	f.waitReplicaSets("other", 2)
-	f.waitObservation("cfg")
-	if _, err := f.request("deployment-quiet"); err == nil {
+	f.Policy("the-rest", `discovery: {workloadSelector: {matchExpressions: [{key: app, operator: In, values: [other, quiet]}]}}`)
+	f.WaitPhase("deployment-other", kickv1alpha1.PhaseSucceeded, 60*time.Second)
+	f.WaitReplicaSets("other", 2)
+	f.WaitObservation("cfg")
+	if _, err := f.Request("deployment-quiet"); err == nil {
 		t.Fatal("a fresh workload got a KickRequest when a policy adopted it")
 	}
-	if got := f.replicaSets("quiet"); len(got) != 1 {
+	if got := f.ReplicaSets("quiet"); len(got) != 1 {
 		t.Fatalf("a fresh workload restarted on adoption: %v", got)
 	}
 }
@@ -197,20 +198,20 @@ func TestNewPolicyAdoptsStaleWorkloadsOnly(t *testing.T) {
 // request after --rollout-timeout, and finished requests are deleted after
 // --request-retention.
 func TestRolloutTimeoutAndRetention(t *testing.T) {
-	f := setup(t, "--rollout-timeout=4s", "--request-retention=6s")
-	f.policy("all", selectAll)
-	f.webWithSecret()
+	f := fixture.Setup(t, "--rollout-timeout=4s", "--request-retention=6s")
+	f.Policy("all", selectAll)
+	f.WebWithSecret()
 
-	f.cordon(true)
-	t.Cleanup(func() { f.cordon(false) })
-	f.setSecret("db", map[string]string{"password": "bravo"})
-	kr := f.waitPhase("deployment-web", kickv1alpha1.PhaseFailed, 60*time.Second)
+	cordon(f, true)
+	t.Cleanup(func() { cordon(f, false) })
+	f.SetSecret("db", map[string]string{"password": "bravo"})
+	kr := f.WaitPhase("deployment-web", kickv1alpha1.PhaseFailed, 60*time.Second)
 	if !strings.Contains(completedMessage(kr), "did not complete within 4s") {
 		t.Fatalf("a timed-out rollout must say so: %+v", kr.Status.Conditions)
 	}
-	f.cordon(false)
+	cordon(f, false)
 	cluster.Eventually(t, 60*time.Second, "the finished request to be deleted after its retention", func() (bool, error) {
-		_, err := f.request("deployment-web")
+		_, err := f.Request("deployment-web")
 		return err != nil && client.IgnoreNotFound(err) == nil, err
 	})
 }

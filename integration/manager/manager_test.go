@@ -18,13 +18,15 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/integration/cluster"
 )
 
 func TestMain(m *testing.M) {
-	cluster.Main(m, cluster.TestOptions{KickCRDs: true})
+	cluster.Main(m, cluster.TestOptions{KickCRDs: true, AddToScheme: []func(*runtime.Scheme) error{kickv1alpha1.AddToScheme}})
 }
 
 func freeAddr(t *testing.T) string {

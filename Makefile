@@ -21,6 +21,12 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 CORE_RBAC_PKGS := ./cmd/... ./restart/request/... ./restart/observe/... ./restart/policy/... ./sinks/...
 INTEGRATIONS   := argocd=./gitops/argocd flux=./gitops/flux kargo=./gitops/kargo \
 	argo-rollouts=./restart/rollout secrets-store-csi=./restart/csi
+# The Helm chart and the kustomize components of the integrations that are off
+# by default get copies of the generated CRDs and roles: helm packages only the
+# chart's directory, and kustomize loads files only from below a component's
+# own directory. verify-generated catches a copy that drifted.
+CHART          := deploy/chart/kick
+COMPONENTS     := kargo argo-rollouts secrets-store-csi
 
 .PHONY: help
 help: ## list the targets
@@ -42,12 +48,18 @@ $(CONTROLLER_GEN): hack/tools/go.mod
 	cd hack/tools && $(GO) build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## deepcopy, CRDs (deploy/crds) and RBAC (deploy/rbac) from the Go markers
+generate: $(CONTROLLER_GEN) ## deepcopy, CRDs (deploy/crds) and RBAC (deploy/rbac) from the Go markers; copies for the chart and components
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=false paths=./api/... output:crd:artifacts:config=deploy/crds
 	$(CONTROLLER_GEN) rbac:roleName=kick-manager $(foreach p,$(CORE_RBAC_PKGS),paths=$(p)) output:rbac:artifacts:config=deploy/rbac
 	@for i in $(INTEGRATIONS); do name=$${i%%=*}; pkg=$${i#*=}; \
 		$(CONTROLLER_GEN) rbac:roleName=kick-manager-$$name paths=$$pkg output:rbac:artifacts:config=deploy/rbac/$$name; done
+	rm -rf $(CHART)/crds $(CHART)/files/rbac
+	mkdir -p $(CHART)/crds $(CHART)/files/rbac
+	cp deploy/crds/kick.corewire.io_*.yaml $(CHART)/crds/
+	cp deploy/rbac/role.yaml $(CHART)/files/rbac/core.yaml
+	@for i in $(INTEGRATIONS); do name=$${i%%=*}; cp deploy/rbac/$$name/role.yaml $(CHART)/files/rbac/$$name.yaml; done
+	@for name in $(COMPONENTS); do cp deploy/rbac/$$name/role.yaml deploy/components/$$name/role.yaml; done
 
 .PHONY: verify-generated
 verify-generated: generate ## fail when generated files differ from what is committed

@@ -3,8 +3,10 @@ package main
 // The manager's cluster permissions, generated into deploy/rbac by
 // `make generate`. Least privilege: read sources, patch only the workload
 // kinds KICK restarts, own its CRDs, events and the leader-election lease.
-// Optional integrations (Argo CD, Flux, Kargo, Rollouts, CSI) get their read
-// rules from the Helm chart only when enabled.
+// Each optional integration (Argo CD, Flux, Kargo, Rollouts, CSI) has its
+// own ClusterRole, generated from the markers in its package into
+// deploy/rbac/NAME and granted by the chart or a kustomize component only
+// when the integration is enabled.
 
 // +kubebuilder:rbac:groups=kick.corewire.io,resources=kickpolicies;kickrequests;notificationpolicies;sourceobservations,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=kick.corewire.io,resources=kickpolicies/status;kickrequests/status;notificationpolicies/status,verbs=get;update;patch

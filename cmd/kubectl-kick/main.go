@@ -26,7 +26,7 @@ const help = `kubectl kick — restart workloads through KICK and see why they d
 
 Usage:
   kubectl kick restart KIND/NAME [-n NAMESPACE] [--reason TEXT] [--wait] [--timeout 10m]
-  kubectl kick explain KIND/NAME [-n NAMESPACE]   (not available yet in this build)
+  kubectl kick explain KIND/NAME [-n NAMESPACE] [-o json]
   kubectl kick list [-n NAMESPACE | -A]
   kubectl kick help
 
@@ -36,11 +36,21 @@ itself uses for it ("<kind>-<name>"): it creates the request, reopens it
 when it is finished, or follows it when it is still open. KICK only
 restarts workloads a KickPolicy selects, within the policy's schedule.
 
+"explain" says what KICK sees for a workload: the KickPolicy selecting it,
+each dependency with its last relevant change, the rollout start, the
+verdict (fresh, stale, rollout in progress, cannot assess), what the gate
+says now and the workload's KickRequest. It only reads, and never shows
+Secret values, keys or fingerprints. Kinds: deployment, statefulset,
+daemonset.
+
 Kubeconfig flags (--kubeconfig, --context, -n/--namespace, --as, ...) work as
 in kubectl; the request is made with your own permissions.
 
-Exit codes of "restart --wait": 0 Succeeded, NoLongerRequired or DryRun;
-1 Failed; 2 timeout or bad usage.
+Exit codes of "restart --wait": 0 Succeeded, NoLongerRequired or DryRun
+(or not reopened because the workload already carries the change); 1 Failed
+(or not reopened because KICK will not restart it); 2 timeout or bad usage.
+Exit codes of "explain": 0 explained; 1 the workload or a permission is
+missing; 2 bad usage.
 `
 
 // Exit codes.
@@ -76,8 +86,7 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	case "list", "ls":
 		return runList(ctx, args[1:], stdout, stderr)
 	case "explain":
-		fmt.Fprintf(stderr, "kubectl kick: %q is not available yet in this build\n", args[0])
-		return exitUsage
+		return runExplain(ctx, args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "kubectl kick: unknown command %q\n\n%s", args[0], help)
 		return exitUsage

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -119,6 +120,12 @@ type since struct {
 	reopened bool
 	// completion is the old request's completion time.
 	completion *metav1.Time
+	// status is the request's status right after the reopen patch. KICK
+	// writes status only when it acts, so a terminal status that differs
+	// from it is a new outcome, even one reached within the same second as
+	// the old (completion times are whole seconds) and without an open
+	// phase in between (a dry run reopens and ends in one write).
+	status *kickv1alpha1.KickRequestStatus
 }
 
 func (s *session) restart(ctx context.Context, o *restartOptions, stdout, stderr io.Writer) int {
@@ -150,6 +157,7 @@ func (s *session) restart(ctx context.Context, o *restartOptions, stdout, stderr
 		if err := s.client.Patch(ctx, kr, client.RawPatch(types.MergePatchType, reopenPatch(kr, o.reason, time.Now()))); err != nil {
 			return report(stderr, apiError("patch", key.Namespace, err))
 		}
+		mark.status = kr.Status.DeepCopy()
 		fmt.Fprintf(stdout, "kickrequest/%s reopened for %s in namespace %s (was %s)\n", key.Name, target, key.Namespace, old)
 	default:
 		phase := kr.Status.Phase
@@ -218,16 +226,27 @@ func (m since) done(kr *kickv1alpha1.KickRequest, seenOpen bool) bool {
 	if !m.reopened || seenOpen {
 		return true
 	}
+	if m.status != nil && !apiequality.Semantic.DeepEqual(&kr.Status, m.status) {
+		return true
+	}
 	c := kr.Status.CompletionTime
 	return c != nil && (m.completion == nil || c.After(m.completion.Time))
 }
 
 // follow watches the request, printing each phase change, until it ends,
-// ctx ends or the request disappears.
+// ctx ends or the request disappears. After a reopen it also checks, every
+// reopenGrace while the request keeps its old outcome, whether KICK
+// declines the reopen (KICK records nothing then), and reports that.
 func (s *session) follow(ctx context.Context, kr *kickv1alpha1.KickRequest, mark since, timeout time.Duration, stdout, stderr io.Writer) int {
 	key := client.ObjectKeyFromObject(kr)
 	p := &printer{out: stdout}
 	seenOpen := false
+	var tick <-chan time.Time
+	if mark.reopened {
+		t := time.NewTicker(reopenGrace)
+		defer t.Stop()
+		tick = t.C
+	}
 	observe := func(kr *kickv1alpha1.KickRequest) (int, bool) {
 		if !kr.Status.Phase.IsTerminal() {
 			seenOpen = true
@@ -237,6 +256,24 @@ func (s *session) follow(ctx context.Context, kr *kickv1alpha1.KickRequest, mark
 		p.print(kr, time.Now())
 		if mark.done(kr, seenOpen) {
 			return finish(kr, stdout, stderr), true
+		}
+		return 0, false
+	}
+	// checkDeclined re-reads the request and, when it still shows the old
+	// outcome, asks whether KICK declines the reopen.
+	checkDeclined := func() (int, bool) {
+		cur := &kickv1alpha1.KickRequest{}
+		if err := s.client.Get(ctx, key, cur); err != nil {
+			return 0, false // the watch reports deletion; other errors: keep waiting
+		}
+		if code, done := observe(cur); done {
+			return code, true
+		}
+		if seenOpen || !cur.Status.Phase.IsTerminal() {
+			return 0, false
+		}
+		if d := s.predictReopen(ctx, cur); d != nil {
+			return notReopened(cur, d, time.Now(), stdout, stderr), true
 		}
 		return 0, false
 	}
@@ -253,7 +290,7 @@ func (s *session) follow(ctx context.Context, kr *kickv1alpha1.KickRequest, mark
 		})
 		if err != nil {
 			if ctx.Err() != nil {
-				return timedOut(last, timeout, stderr)
+				return timedOut(last, mark.reopened && !seenOpen, timeout, stderr)
 			}
 			return report(stderr, apiError("watch", key.Namespace, err))
 		}
@@ -262,7 +299,16 @@ func (s *session) follow(ctx context.Context, kr *kickv1alpha1.KickRequest, mark
 			select {
 			case <-ctx.Done():
 				w.Stop()
-				return timedOut(last, timeout, stderr)
+				return timedOut(last, mark.reopened && !seenOpen, timeout, stderr)
+			case <-tick:
+				if seenOpen {
+					tick = nil
+					continue
+				}
+				if code, done := checkDeclined(); done {
+					w.Stop()
+					return code
+				}
 			case ev, ok := <-w.ResultChan():
 				if !ok {
 					restart = true
@@ -294,7 +340,7 @@ func (s *session) follow(ctx context.Context, kr *kickv1alpha1.KickRequest, mark
 		cur := &kickv1alpha1.KickRequest{}
 		if err := s.client.Get(ctx, key, cur); err != nil {
 			if ctx.Err() != nil {
-				return timedOut(last, timeout, stderr)
+				return timedOut(last, mark.reopened && !seenOpen, timeout, stderr)
 			}
 			if apierrors.IsNotFound(err) {
 				fmt.Fprintf(stderr, "kubectl kick: kickrequest/%s was deleted while waiting for it\n", key.Name)
@@ -381,7 +427,14 @@ func finish(kr *kickv1alpha1.KickRequest, stdout, stderr io.Writer) int {
 	return code
 }
 
-func timedOut(kr *kickv1alpha1.KickRequest, timeout time.Duration, stderr io.Writer) int {
+// timedOut reports the timeout of --wait. untouched is set when the request
+// was reopened and KICK has not acted on it since.
+func timedOut(kr *kickv1alpha1.KickRequest, untouched bool, timeout time.Duration, stderr io.Writer) int {
+	if untouched && kr.Status.Phase.IsTerminal() {
+		fmt.Fprintf(stderr, "kubectl kick: gave up after %s waiting for KICK to act on the reopened kickrequest/%s; it still shows its old outcome: %s (is the manager running?)\n",
+			timeout, kr.Name, statusLine(kr))
+		return exitTimeout
+	}
 	fmt.Fprintf(stderr, "kubectl kick: gave up after %s waiting for kickrequest/%s; it is still open: %s\n", timeout, kr.Name, statusLine(kr))
 	return exitTimeout
 }

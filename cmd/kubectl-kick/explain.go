@@ -1,0 +1,300 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/restart/discovery"
+	"github.com/kick-operator/kick/restart/freshness"
+	"github.com/kick-operator/kick/restart/request"
+)
+
+// explainOptions is the parsed command line of "explain".
+type explainOptions struct {
+	kind   kickv1alpha1.TargetKind
+	name   string
+	output string
+}
+
+func parseExplain(args []string) (*explainOptions, *genericclioptions.ConfigFlags, bool, error) {
+	fs, cf := newFlagSet("explain")
+	o := &explainOptions{}
+	fs.StringVarP(&o.output, "output", "o", "", `output format: "json" for machines (default: text for people)`)
+	helpRequested, err := parseFlags(fs, args)
+	if err != nil || helpRequested {
+		return nil, nil, helpRequested, err
+	}
+	switch fs.NArg() {
+	case 0:
+		return nil, nil, false, usagef("explain needs KIND/NAME, e.g. kubectl kick explain deployment/web")
+	case 1:
+	default:
+		return nil, nil, false, usagef("explain takes one KIND/NAME, got %q", fs.Args())
+	}
+	switch o.output {
+	case "", "text", "json":
+	default:
+		return nil, nil, false, usagef("unknown output format %q: use -o json, or leave -o out for text", o.output)
+	}
+	if o.kind, o.name, err = parseTarget(fs.Arg(0)); err != nil {
+		return nil, nil, false, err
+	}
+	return o, cf, false, nil
+}
+
+func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, cf, helpRequested, err := parseExplain(args)
+	if helpRequested {
+		fmt.Fprint(stdout, help)
+		return exitOK
+	}
+	if err != nil {
+		return report(stderr, err)
+	}
+	if o.kind == kickv1alpha1.TargetRollout {
+		fmt.Fprintln(stderr, "kubectl kick: explain does not support kind Rollout yet: it explains deployments, statefulsets and daemonsets")
+		return exitFailed
+	}
+	s, err := connect(cf)
+	if err != nil {
+		fmt.Fprintf(stderr, "kubectl kick: %v\n", err)
+		return exitFailed
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	f, err := s.gather(ctx, o.kind, o.name, time.Now())
+	if err != nil {
+		fmt.Fprintf(stderr, "kubectl kick: %v\n", err)
+		return exitFailed
+	}
+	e := analyze(f)
+	if o.output == "json" {
+		b, err := json.MarshalIndent(e, "", "  ")
+		if err != nil {
+			fmt.Fprintf(stderr, "kubectl kick: %v\n", err)
+			return exitFailed
+		}
+		fmt.Fprintf(stdout, "%s\n", b)
+		return exitOK
+	}
+	printExplanation(stdout, e)
+	return exitOK
+}
+
+// facts are the live reads explain (and the reopen check of restart
+// --wait) work from. Reads that failed are kept as errors: they make parts
+// of the answer unknown rather than the whole command fail.
+type facts struct {
+	now       time.Time
+	namespace string
+	kind      kickv1alpha1.TargetKind
+	name      string
+	workload  client.Object
+	// rollout is σ and completeness; rolloutErr is set when the
+	// Deployment's ReplicaSets could not be read.
+	rollout    freshness.Rollout
+	rolloutErr error
+	policies   []kickv1alpha1.KickPolicy
+	deps       []depFacts
+	// requests are the KickRequests whose target is the workload.
+	requests    []kickv1alpha1.KickRequest
+	requestsErr error
+}
+
+// depFacts is what was read about one dependency. Sources are read as
+// metadata only: explain never loads Secret data.
+type depFacts struct {
+	dep       discovery.Dependency
+	fields    []string
+	labels    map[string]string
+	missing   bool
+	sourceErr error
+	record    *kickv1alpha1.SourceObservation
+	recordErr error
+}
+
+// gather reads everything explain needs with the caller's credentials. Only
+// the workload and the KickPolicies are required; they fail the command.
+func (s *session) gather(ctx context.Context, kind kickv1alpha1.TargetKind, name string, now time.Time) (*facts, error) {
+	f := &facts{now: now, namespace: s.namespace, kind: kind, name: name}
+	w, err := newWorkload(kind)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, w); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &notFoundError{kind: kind, name: name, namespace: s.namespace}
+		}
+		return nil, readError("get", resourceOf(kind), s.namespace, err)
+	}
+	f.workload = w
+	f.rollout, f.rolloutErr = s.inspect(ctx, w)
+
+	var policies kickv1alpha1.KickPolicyList
+	if err := s.client.List(ctx, &policies, client.InNamespace(s.namespace)); err != nil {
+		return nil, readError("list", "kickpolicies.kick.corewire.io", s.namespace, err)
+	}
+	f.policies = policies.Items
+
+	tmpl, _ := discovery.PodTemplate(w)
+	fields := dependencyFields(&tmpl.Spec)
+	for _, d := range discovery.FromWorkload(w) {
+		df := depFacts{dep: d, fields: fields[d]}
+		if counted(d) {
+			s.readSource(ctx, &df)
+			s.readRecord(ctx, &df)
+		}
+		f.deps = append(f.deps, df)
+	}
+	f.requests, f.requestsErr = s.requestsFor(ctx, kind, name)
+	return f, nil
+}
+
+// counted reports whether KICK's freshness check counts a dependency: only
+// Secrets and ConfigMaps have observation records it reads.
+func counted(d discovery.Dependency) bool {
+	return d.Kind == string(kickv1alpha1.SourceSecret) || d.Kind == string(kickv1alpha1.SourceConfigMap)
+}
+
+// readSource reads a source's labels, metadata only.
+func (s *session) readSource(ctx context.Context, df *depFacts) {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(corev1GVK(df.dep.Kind))
+	err := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: df.dep.Name}, obj)
+	switch {
+	case apierrors.IsNotFound(err):
+		df.missing = true
+	case err != nil:
+		df.sourceErr = readError("get", strings.ToLower(df.dep.Kind)+"s", s.namespace, err)
+	default:
+		df.labels = obj.Labels
+	}
+}
+
+// readRecord reads the source's SourceObservation, named as the observer
+// names it.
+func (s *session) readRecord(ctx context.Context, df *depFacts) {
+	rec := &kickv1alpha1.SourceObservation{}
+	key := client.ObjectKey{Namespace: s.namespace, Name: kickv1alpha1.ObservationName(df.dep.Kind, df.dep.Name)}
+	err := s.client.Get(ctx, key, rec)
+	switch {
+	case apierrors.IsNotFound(err) && !isMissingResource(err):
+	case err != nil:
+		df.recordErr = readError("get", "sourceobservations.kick.corewire.io", s.namespace, err)
+	default:
+		df.record = rec
+	}
+}
+
+// inspect returns σ and completeness. A Deployment's ReplicaSets are
+// listed live with the Deployment's selector (the manager reads them from
+// an owner index, which a live client cannot serve); freshness.Deployment
+// ignores those another controller owns.
+func (s *session) inspect(ctx context.Context, w client.Object) (freshness.Rollout, error) {
+	switch w := w.(type) {
+	case *appsv1.Deployment:
+		sel, err := metav1.LabelSelectorAsSelector(w.Spec.Selector)
+		if err != nil {
+			return freshness.Rollout{}, fmt.Errorf("deployment selector: %w", err)
+		}
+		var rss appsv1.ReplicaSetList
+		if err := s.client.List(ctx, &rss, client.InNamespace(w.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+			return freshness.Rollout{}, readError("list", "replicasets.apps", w.Namespace, err)
+		}
+		return freshness.Deployment(w, rss.Items), nil
+	case *appsv1.StatefulSet:
+		return freshness.StatefulSet(w), nil
+	case *appsv1.DaemonSet:
+		return freshness.DaemonSet(w), nil
+	}
+	return freshness.Rollout{}, fmt.Errorf("cannot inspect the rollout of %T", w)
+}
+
+// requestsFor returns the KickRequests of a target: a list filtered by
+// target, or, when listing is not allowed, the request KICK would name.
+func (s *session) requestsFor(ctx context.Context, kind kickv1alpha1.TargetKind, name string) ([]kickv1alpha1.KickRequest, error) {
+	var list kickv1alpha1.KickRequestList
+	err := s.client.List(ctx, &list, client.InNamespace(s.namespace))
+	if err == nil {
+		var out []kickv1alpha1.KickRequest
+		for _, kr := range list.Items {
+			if kr.Spec.TargetRef.Kind == kind && kr.Spec.TargetRef.Name == name {
+				out = append(out, kr)
+			}
+		}
+		return out, nil
+	}
+	if !apierrors.IsForbidden(err) {
+		return nil, readError("list", requestsResource, s.namespace, err)
+	}
+	var kr kickv1alpha1.KickRequest
+	if gerr := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: request.Name(kind, name)}, &kr); gerr != nil {
+		if apierrors.IsNotFound(gerr) && !isMissingResource(gerr) {
+			return nil, nil
+		}
+		return nil, readError("list", requestsResource, s.namespace, err)
+	}
+	return []kickv1alpha1.KickRequest{kr}, nil
+}
+
+// notFoundError reports a missing workload.
+type notFoundError struct {
+	kind      kickv1alpha1.TargetKind
+	name      string
+	namespace string
+}
+
+func (e *notFoundError) Error() string {
+	return fmt.Sprintf("%s/%s not found in namespace %s", strings.ToLower(string(e.kind)), e.name, e.namespace)
+}
+
+// newWorkload returns an empty object of a kind explain supports.
+func newWorkload(kind kickv1alpha1.TargetKind) (client.Object, error) {
+	switch kind {
+	case kickv1alpha1.TargetDeployment:
+		return &appsv1.Deployment{}, nil
+	case kickv1alpha1.TargetStatefulSet:
+		return &appsv1.StatefulSet{}, nil
+	case kickv1alpha1.TargetDaemonSet:
+		return &appsv1.DaemonSet{}, nil
+	}
+	return nil, fmt.Errorf("kind %s is not supported here: use deployment, statefulset or daemonset", kind)
+}
+
+func resourceOf(kind kickv1alpha1.TargetKind) string {
+	return strings.ToLower(string(kind)) + "s.apps"
+}
+
+func corev1GVK(kind string) schema.GroupVersionKind {
+	return schema.GroupVersionKind{Version: "v1", Kind: kind}
+}
+
+// readError explains a failed read: for Forbidden it names the permission
+// the caller lacks.
+func readError(verb, resource, namespace string, err error) error {
+	switch {
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("permission denied: you need %q on %s in namespace %s (ask for a Role granting it)", verb, resource, namespace)
+	case apierrors.IsUnauthorized(err):
+		return fmt.Errorf("not authenticated to the cluster; check your kubeconfig and credentials: %v", err)
+	case meta.IsNoMatchError(err) || isMissingResource(err):
+		return fmt.Errorf("the %s API is not installed in this cluster; install KICK first: %v", resource, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("the API server did not answer in time: %v", err)
+	}
+	return fmt.Errorf("%s %s: %v", verb, resource, err)
+}

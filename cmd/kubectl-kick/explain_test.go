@@ -1,0 +1,465 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/restart/discovery"
+	"github.com/kick-operator/kick/restart/freshness"
+	"github.com/kick-operator/kick/restart/request"
+)
+
+var t0 = time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+
+const fingerprint = "0123456789abcdef0123456789abcdef"
+
+// scene builds the facts explain works from, without a cluster.
+type scene struct {
+	deploy   *appsv1.Deployment
+	rsAt     time.Time
+	policies []kickv1alpha1.KickPolicy
+	deps     []depFacts
+	requests []kickv1alpha1.KickRequest
+	now      time.Time
+}
+
+func newScene() *scene {
+	labels := map[string]string{"app": "web"}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "uid-web", Generation: 1, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(int32(1)),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "app", Image: "app:1", EnvFrom: []corev1.EnvFromSource{
+						{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}}},
+					}}},
+				},
+			},
+		},
+		Status: appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 1, UpdatedReplicas: 1, AvailableReplicas: 1, ReadyReplicas: 1},
+	}
+	return &scene{
+		deploy:   d,
+		rsAt:     t0,
+		policies: []kickv1alpha1.KickPolicy{policyFor("web-only", "web")},
+		deps: []depFacts{{
+			dep:    discovery.Dependency{APIVersion: "v1", Kind: "Secret", Name: "db"},
+			fields: []string{"containers[app].envFrom"},
+			labels: map[string]string{"tier": "db"},
+			record: record("Secret", "db", kickv1alpha1.ObservationBaseline, t0.Add(-time.Hour), t0.Add(-time.Hour+time.Second/2)),
+		}},
+		now: t0.Add(10 * time.Minute),
+	}
+}
+
+func policyFor(name, app string) kickv1alpha1.KickPolicy {
+	return kickv1alpha1.KickPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name},
+		Spec: kickv1alpha1.KickPolicySpec{Discovery: &kickv1alpha1.DiscoverySpec{
+			WorkloadSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+		}},
+	}
+}
+
+func record(kind, name string, class kickv1alpha1.ObservationClass, changed, seen time.Time) *kickv1alpha1.SourceObservation {
+	rec := &kickv1alpha1.SourceObservation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: kickv1alpha1.ObservationName(kind, name)},
+		Spec: kickv1alpha1.SourceObservationSpec{
+			Source:              kickv1alpha1.ObservedSource{APIVersion: "v1", Kind: kickv1alpha1.SourceKind(kind), Name: name},
+			Class:               class,
+			RelevantFingerprint: fingerprint,
+		},
+	}
+	c := kickv1alpha1.NewNanoTime(changed)
+	rec.Spec.LastRelevantChangeTime = &c
+	if class == kickv1alpha1.ObservationBaseline {
+		s := kickv1alpha1.NewNanoTime(seen)
+		rec.Spec.BaselineObservedAt = &s
+	}
+	return rec
+}
+
+func (s *scene) facts() *facts {
+	d := s.deploy.DeepCopy()
+	tmpl := d.Spec.Template.DeepCopy()
+	tmpl.Labels = map[string]string{"app": "web", appsv1.DefaultDeploymentUniqueLabelKey: "abc"}
+	rs := appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-abc", CreationTimestamp: metav1.NewTime(s.rsAt),
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: d.UID, Controller: ptr.To(true)}}},
+		Spec: appsv1.ReplicaSetSpec{Template: *tmpl},
+	}
+	return &facts{
+		now: s.now, namespace: "shop", kind: kickv1alpha1.TargetDeployment, name: "web",
+		workload: d, rollout: freshness.Deployment(d, []appsv1.ReplicaSet{rs}),
+		policies: s.policies, deps: s.deps, requests: s.requests,
+	}
+}
+
+func (s *scene) relevantChange(at time.Time) {
+	s.deps[0].record = record("Secret", "db", kickv1alpha1.ObservationRelevant, at, time.Time{})
+}
+
+func explainText(t *testing.T, e *explanation) string {
+	t.Helper()
+	var out bytes.Buffer
+	printExplanation(&out, e)
+	b, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{out.String(), string(b)} {
+		if strings.Contains(s, fingerprint) {
+			t.Fatalf("output shows a fingerprint:\n%s", s)
+		}
+	}
+	return out.String()
+}
+
+func TestExplainVerdicts(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		setup    func(*scene)
+		verdict  string
+		summary  string
+		contains []string
+	}{
+		{
+			name: "fresh: the baseline predates the rollout", verdict: verdictFresh, summary: "nothing to do: fresh",
+			contains: []string{
+				"KickPolicy:     web-only",
+				"Secret/db  containers[app].envFrom  in scope  changed between 2026-05-01T09:00:00Z and 2026-05-01T09:00:00.5Z (baseline",
+				"Rollout:        started 2026-05-01T10:00:00Z (σ); complete: rollout of ReplicaSet web-abc complete",
+				"Verdict:        fresh: dependency changed at",
+				"schedule:     open: no schedule windows",
+				"gitOps:       provider None: no GitOps gate",
+				"minInterval:  30s: no restart stamp on the pod template",
+				"KickRequest:    none for this workload",
+			},
+		},
+		{
+			name: "stale under a dry-run policy", verdict: verdictStale,
+			summary: "would restart now (dry run: KICK records phase DryRun and patches nothing)",
+			setup: func(s *scene) {
+				s.policies[0].Spec.DryRun = true
+				s.relevantChange(t0.Add(5*time.Minute + 123*time.Millisecond))
+			},
+			contains: []string{
+				"changed at 2026-05-01T10:05:00.123Z (seen by KICK)",
+				"Latest change:  2026-05-01T10:05:00.123Z (Λ, from Secret/db)",
+				"Verdict:        stale: dependency changed at 2026-05-01T10:05:00.123Z, after the rollout started at 2026-05-01T10:00:00Z: restart needed",
+				"dryRun:       yes",
+			},
+		},
+		{
+			name: "stale inside a Deny window", verdict: verdictStale,
+			summary: "waiting for OutsideSchedule until 2026-05-01T12:00:00Z",
+			setup: func(s *scene) {
+				s.policies[0].Spec.Schedule = &kickv1alpha1.ScheduleSpec{Windows: []kickv1alpha1.ScheduleWindow{{Type: kickv1alpha1.WindowDeny, Cron: "0 10 * * *", Duration: "2h"}}}
+				s.relevantChange(t0.Add(5 * time.Minute))
+			},
+			contains: []string{"schedule:     closed: waiting for OutsideSchedule until 2026-05-01T12:00:00Z (inside Deny window 0 until 2026-05-01T12:00:00Z)"},
+		},
+		{
+			name: "stale within minInterval of the last restart", verdict: verdictStale,
+			summary: "waiting for MinIntervalNotElapsed until 2026-05-01T10:10:20Z",
+			setup: func(s *scene) {
+				s.deploy.Spec.Template.Annotations = map[string]string{freshness.RestartedAtAnnotation: freshness.FormatStamp(t0.Add(9*time.Minute + 50*time.Second))}
+				s.relevantChange(t0.Add(9*time.Minute + 55*time.Second))
+			},
+			contains: []string{"minInterval:  30s: last restart stamped 2026-05-01T10:09:50Z; waiting for MinIntervalNotElapsed until 2026-05-01T10:10:20Z"},
+		},
+		{
+			name: "stale, suspended", verdict: verdictStale, summary: "waiting for Suspended",
+			setup: func(s *scene) {
+				s.policies[0].Spec.Suspend = true
+				s.relevantChange(t0.Add(time.Minute))
+			},
+			contains: []string{"suspend:      yes"},
+		},
+		{
+			name: "stale, GitOps provider without a recorded decision", verdict: verdictStale,
+			summary: "would restart now if the GitOps gate allows it (provider ArgoCD)",
+			setup: func(s *scene) {
+				s.policies[0].Spec.GitOps = &kickv1alpha1.GitOpsSpec{Provider: kickv1alpha1.ProviderArgoCD}
+				s.relevantChange(t0.Add(time.Minute))
+			},
+			contains: []string{"gitOps:       provider ArgoCD: decided by the manager when a change arrives (provider ArgoCD)"},
+		},
+		{
+			name: "stale, GitOps provider with the manager's decision on the open request", verdict: verdictStale,
+			summary: "waiting for OwnerOutOfSync until 2026-05-01T10:15:00Z",
+			setup: func(s *scene) {
+				s.policies[0].Spec.GitOps = &kickv1alpha1.GitOpsSpec{Provider: kickv1alpha1.ProviderArgoCD}
+				s.relevantChange(t0.Add(time.Minute))
+				kr := kickv1alpha1.KickRequest{ObjectMeta: metav1.ObjectMeta{Name: "deployment-web", Namespace: "shop"}}
+				kr.Spec.TargetRef = kickv1alpha1.TargetRef{Kind: kickv1alpha1.TargetDeployment, Name: "web"}
+				kr.Status.Phase = kickv1alpha1.PhaseWaitingForApplicationSync
+				kr.Status.Owner = &kickv1alpha1.GitOpsOwner{Provider: kickv1alpha1.ProviderArgoCD, Kind: "Application", Namespace: "argocd", Name: "shop"}
+				kr.Status.Gate = &kickv1alpha1.GateStatus{Reason: kickv1alpha1.GateOwnerOutOfSync, Message: "Application argocd/shop is OutOfSync",
+					RequeueAt: ptr.To(metav1.NewTime(t0.Add(15 * time.Minute)))}
+				s.requests = append(s.requests, kr)
+			},
+			contains: []string{
+				"last decision on kickrequest/deployment-web: OwnerOutOfSync: Application argocd/shop is OutOfSync (requeue at 2026-05-01T10:15:00Z); owner Application argocd/shop",
+				"KickRequest:    deployment-web (open), phase WaitingForApplicationSync, reason OwnerOutOfSync: Application argocd/shop is OutOfSync; requeue at 2026-05-01T10:15:00Z\n",
+			},
+		},
+		{
+			name: "rollout in progress", verdict: verdictInProgress, summary: "waiting for RolloutInProgress: 0 of 1 replicas updated",
+			setup: func(s *scene) {
+				s.deploy.Status.UpdatedReplicas = 0
+				s.relevantChange(t0.Add(time.Minute))
+			},
+			contains: []string{"Verdict:        rollout in progress: rollout not complete (RolloutInProgress)"},
+		},
+		{
+			name: "not selected", verdict: verdictCannotAssess,
+			summary: "cannot assess: not selected by any KickPolicy in shop; KICK does not manage it",
+			setup:   func(s *scene) { s.policies = nil },
+			contains: []string{
+				"KickPolicy:     not selected by any KickPolicy in shop",
+				"scope unknown (no single KickPolicy selects the workload)",
+				"Gate:           not evaluated",
+				"Latest change:  unknown: without a single KickPolicy the dependency scope is unknown (Λ)",
+			},
+		},
+		{
+			name: "selected by several", verdict: verdictCannotAssess,
+			summary:  "cannot assess: selected by several KickPolicies (a, b); KICK will not restart it",
+			setup:    func(s *scene) { s.policies = []kickv1alpha1.KickPolicy{policyFor("b", "web"), policyFor("a", "web")} },
+			contains: []string{"KickPolicy:     selected by several: a, b — KICK will not restart it"},
+		},
+		{
+			name: "a change outside the dependencySelector does not count", verdict: verdictFresh, summary: "nothing to do: fresh",
+			setup: func(s *scene) {
+				s.policies[0].Spec.Discovery.DependencySelector = &metav1.LabelSelector{MatchLabels: map[string]string{"kick": "yes"}}
+				s.relevantChange(t0.Add(time.Minute))
+			},
+			contains: []string{
+				"out of scope (outside the policy's dependencySelector)",
+				"Latest change:  none recorded for a dependency in scope (Λ)",
+			},
+		},
+		{
+			name: "missing source without a record", verdict: verdictFresh, summary: "nothing to do: fresh",
+			setup: func(s *scene) {
+				s.deps[0].record, s.deps[0].labels, s.deps[0].missing = nil, nil, true
+			},
+			contains: []string{"Secret/db  containers[app].envFrom  in scope  source missing; no record yet (baseline not observed)"},
+		},
+		{
+			name: "unreadable records", verdict: verdictCannotAssess,
+			summary: `cannot assess: cannot read the observation record of Secret/db: permission denied: you need "get" on sourceobservations.kick.corewire.io in namespace shop (ask for a Role granting it)`,
+			setup: func(s *scene) {
+				s.deps[0].record = nil
+				s.deps[0].recordErr = readError("get", "sourceobservations.kick.corewire.io", "shop", forbidden())
+			},
+			contains: []string{"record unreadable: permission denied"},
+		},
+		{
+			name: "the open request's change counts", verdict: verdictStale, summary: "would restart now",
+			setup: func(s *scene) {
+				kr := kickv1alpha1.KickRequest{ObjectMeta: metav1.ObjectMeta{Name: "deployment-web", Namespace: "shop",
+					Annotations: map[string]string{request.ChangeAnnotation: "2026-05-01T10:09:00.5Z"}}}
+				kr.Spec.TargetRef = kickv1alpha1.TargetRef{Kind: kickv1alpha1.TargetDeployment, Name: "web"}
+				kr.Status.Phase = kickv1alpha1.PhasePending
+				s.requests = append(s.requests, kr)
+			},
+			contains: []string{
+				"Latest change:  2026-05-01T10:09:00.5Z (Λ, from kickrequest/deployment-web (kick.corewire.io/change))",
+				"KickRequest:    deployment-web (open), phase Pending\n",
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newScene()
+			if tc.setup != nil {
+				tc.setup(s)
+			}
+			e := analyze(s.facts())
+			out := explainText(t, e)
+			if e.Verdict != tc.verdict || e.Summary != tc.summary {
+				t.Errorf("verdict %q, summary %q; want %q, %q", e.Verdict, e.Summary, tc.verdict, tc.summary)
+			}
+			if !strings.Contains(out, "Summary:        "+tc.summary+"\n") {
+				t.Errorf("summary line missing")
+			}
+			for _, want := range tc.contains {
+				if !strings.Contains(out, want) {
+					t.Errorf("output lacks %q", want)
+				}
+			}
+			if t.Failed() {
+				t.Logf("output:\n%s", out)
+			}
+		})
+	}
+}
+
+func TestExplainPicksTheOpenRequest(t *testing.T) {
+	mk := func(name string, created time.Time, phase kickv1alpha1.KickRequestPhase, completed time.Time) kickv1alpha1.KickRequest {
+		kr := kickv1alpha1.KickRequest{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(created)}}
+		kr.Status.Phase = phase
+		if !completed.IsZero() {
+			kr.Status.CompletionTime = ptr.To(metav1.NewTime(completed))
+		}
+		return kr
+	}
+	done1 := mk("a", t0, kickv1alpha1.PhaseSucceeded, t0.Add(time.Minute))
+	done2 := mk("b", t0, kickv1alpha1.PhaseFailed, t0.Add(2*time.Minute))
+	open1 := mk("c", t0.Add(time.Second), kickv1alpha1.PhaseWaitingForGate, time.Time{})
+	open2 := mk("d", t0.Add(2*time.Second), kickv1alpha1.PhasePending, time.Time{})
+	if kr := pickRequest([]kickv1alpha1.KickRequest{done1, open2, done2, open1}); kr == nil || kr.Name != "c" {
+		t.Fatalf("picked %v, want the oldest open request c", kr)
+	}
+	if kr := pickRequest([]kickv1alpha1.KickRequest{done1, done2}); kr == nil || kr.Name != "b" {
+		t.Fatalf("picked %v, want the request that finished last, b", kr)
+	}
+	if kr := pickRequest(nil); kr != nil {
+		t.Fatalf("picked %v from none", kr)
+	}
+}
+
+func TestDependencyFields(t *testing.T) {
+	spec := &corev1.PodSpec{
+		InitContainers: []corev1.Container{{Name: "init", Env: []corev1.EnvVar{{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "password"}}}}}},
+		Containers: []corev1.Container{{Name: "app",
+			Env: []corev1.EnvVar{
+				{Name: "A", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "a"}}},
+				{Name: "B", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "b"}}},
+			},
+			EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}}}},
+		}},
+		Volumes: []corev1.Volume{
+			{Name: "certs", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "tls"}}},
+			{Name: "all", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}},
+			}}}},
+			{Name: "vault", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: discovery.SecretsStoreDriver,
+				VolumeAttributes: map[string]string{discovery.SecretProviderClassAttribute: "spc"}}}},
+		},
+		ImagePullSecrets: []corev1.LocalObjectReference{{Name: "pull"}},
+	}
+	got := dependencyFields(spec)
+	want := map[string]string{
+		"Secret/db":               "initContainers[init].env,containers[app].envFrom",
+		"ConfigMap/cfg":           "containers[app].env,volumes[all].projected",
+		"Secret/tls":              "volumes[certs]",
+		"SecretProviderClass/spc": "volumes[vault].csi",
+	}
+	deps := discovery.FromPodSpec(spec)
+	if len(deps) != len(want) || len(got) != len(want) {
+		t.Fatalf("dependencies %v, fields %v", deps, got)
+	}
+	for _, d := range deps {
+		if f := strings.Join(got[d], ","); f != want[d.String()] {
+			t.Errorf("%s: fields %q, want %q", d, f, want[d.String()])
+		}
+	}
+	for _, fs := range got {
+		for _, f := range fs {
+			if strings.Contains(f, "password") || strings.Contains(f, "PASSWORD") {
+				t.Fatalf("a field names a key or variable: %q", f)
+			}
+		}
+	}
+}
+
+func TestDecideReopen(t *testing.T) {
+	finished := func(phase kickv1alpha1.KickRequestPhase, change time.Time) *kickv1alpha1.KickRequest {
+		kr := &kickv1alpha1.KickRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "deployment-web",
+			Annotations: map[string]string{request.ChangeAnnotation: change.Format(time.RFC3339Nano)}}}
+		kr.Spec.TargetRef = kickv1alpha1.TargetRef{Kind: kickv1alpha1.TargetDeployment, Name: "web"}
+		kr.Status.Phase = phase
+		return kr
+	}
+	// The workload was restarted at t0+20m, after the requested change.
+	carried := newScene()
+	carried.deploy.Spec.Template.Annotations = map[string]string{freshness.RestartedAtAnnotation: freshness.FormatStamp(t0.Add(20 * time.Minute))}
+	d := decideReopen(analyze(carried.facts()), finished(kickv1alpha1.PhaseSucceeded, t0.Add(10*time.Minute)))
+	if d == nil || d.code != exitOK || !strings.Contains(d.why, "Deployment/web already carries the requested change") {
+		t.Fatalf("already carried: %+v", d)
+	}
+	// A change after the rollout: KICK reopens.
+	if d := decideReopen(analyze(newScene().facts()), finished(kickv1alpha1.PhaseSucceeded, t0.Add(10*time.Minute))); d != nil {
+		t.Fatalf("stale again: %+v, want a reopen", d)
+	}
+	// Not selected: KICK keeps the old outcome and will not restart it.
+	unselected := newScene()
+	unselected.policies = nil
+	d = decideReopen(analyze(unselected.facts()), finished(kickv1alpha1.PhaseFailed, t0.Add(10*time.Minute)))
+	if d == nil || d.code != exitFailed || d.why != "no KickPolicy in namespace shop selects Deployment/web" {
+		t.Fatalf("not selected: %+v", d)
+	}
+	// A dry run reopens only for a change newer than the one it reported.
+	dry := finished(kickv1alpha1.PhaseDryRun, t0.Add(5*time.Minute))
+	dry.Status.LatestObservedDependencyChange = ptr.To(metav1.NewMicroTime(t0.Add(5 * time.Minute)))
+	if d := decideReopen(analyze(newScene().facts()), dry); d == nil || d.code != exitOK || !strings.Contains(d.why, "dry run") {
+		t.Fatalf("dry run without a newer change: %+v", d)
+	}
+	dry.Annotations[request.ChangeAnnotation] = t0.Add(6 * time.Minute).Format(time.RFC3339Nano)
+	if d := decideReopen(analyze(newScene().facts()), dry); d != nil {
+		t.Fatalf("dry run with a newer change: %+v, want a reopen", d)
+	}
+	// Unknown records: the CLI cannot tell and keeps waiting.
+	unknown := newScene()
+	unknown.deps[0].record, unknown.deps[0].recordErr = nil, readError("get", "sourceobservations.kick.corewire.io", "shop", forbidden())
+	if d := decideReopen(analyze(unknown.facts()), finished(kickv1alpha1.PhaseSucceeded, t0)); d != nil {
+		t.Fatalf("unknown: %+v, want no prediction", d)
+	}
+}
+
+func TestSinceCountsANewStatusInTheSameSecond(t *testing.T) {
+	old := metav1.NewTime(t0)
+	kr := &kickv1alpha1.KickRequest{Status: kickv1alpha1.KickRequestStatus{Phase: kickv1alpha1.PhaseDryRun, CompletionTime: &old}}
+	mark := since{reopened: true, completion: &old, status: kr.Status.DeepCopy()}
+	if mark.done(kr, false) {
+		t.Fatal("the status from before the reopen counted")
+	}
+	// KICK reopened and ended in one write, within the same second.
+	kr.Status.LatestObservedDependencyChange = ptr.To(metav1.NewMicroTime(t0.Add(time.Millisecond)))
+	if !mark.done(kr, false) {
+		t.Fatal("a new terminal status did not count")
+	}
+}
+
+func TestNotReopenedOutput(t *testing.T) {
+	kr := &kickv1alpha1.KickRequest{ObjectMeta: metav1.ObjectMeta{Name: "deployment-web"}}
+	kr.Spec.TargetRef = kickv1alpha1.TargetRef{Kind: kickv1alpha1.TargetDeployment, Name: "web"}
+	kr.Status.Phase = kickv1alpha1.PhaseSucceeded
+	var out, errOut bytes.Buffer
+	if code := notReopened(kr, &declined{code: exitOK, why: "already carried"}, t0, &out, &errOut); code != 0 {
+		t.Fatalf("code %d", code)
+	}
+	if got := out.String(); got != "10:00:00 NotReopened     already carried\nkickrequest/deployment-web finished: not reopened, nothing to restart (it stays Succeeded)\n" {
+		t.Fatalf("stdout %q", got)
+	}
+	kr.Status.Phase = kickv1alpha1.PhaseFailed
+	out.Reset()
+	if code := notReopened(kr, &declined{code: exitFailed, why: "no KickPolicy selects it"}, t0, &out, &errOut); code != 1 {
+		t.Fatalf("code %d", code)
+	}
+	if got := errOut.String(); got != "kubectl kick: restart of deployment/web failed: KICK did not reopen kickrequest/deployment-web (it stays Failed): no KickPolicy selects it\n" {
+		t.Fatalf("stderr %q", got)
+	}
+}
+
+func forbidden() error {
+	return apierrors.NewForbidden(schema.GroupResource{Group: "kick.corewire.io", Resource: "sourceobservations"}, "x", errors.New("not allowed"))
+}

@@ -2,14 +2,17 @@ package flux
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/gitops"
@@ -26,8 +29,19 @@ var (
 // Options configure the Flux provider.
 type Options struct {
 	// Kustomizations and HelmReleases say which kinds exist in the cluster.
+	// The provider never reads or watches a kind that is off.
 	Kustomizations bool
 	HelmReleases   bool
+}
+
+func (o Options) serves(kind string) bool {
+	switch kind {
+	case KustomizationKind.Kind:
+		return o.Kustomizations
+	case HelmReleaseKind.Kind:
+		return o.HelmReleases
+	}
+	return false
 }
 
 // AddToScheme registers the typed Flux Kustomization and HelmRelease APIs.
@@ -38,34 +52,182 @@ func AddToScheme(s *runtime.Scheme) error {
 	return helmv2.AddToScheme(s)
 }
 
-// CacheOptions trims what the manager caches of Flux objects.
-func CacheOptions(opts Options) map[client.Object]cache.ByObject {
-	return nil
-}
-
-// Provider is the Flux gitops.Provider.
+// Provider is the Flux gitops.Provider. It reads Kustomizations and
+// HelmReleases from the manager's cache (trimmed by CacheOptions); the
+// request controller watches them through Wakes, so nothing polls.
 type Provider struct {
 	reader client.Reader
+	scheme *runtime.Scheme
 	opts   Options
 }
 
-// New registers the provider's indexes with mgr and returns it.
-func New(ctx context.Context, mgr ctrl.Manager, opts Options) (*Provider, error) {
-	return &Provider{reader: mgr.GetClient(), opts: opts}, nil
+// New returns the provider for mgr. It needs no index: owners are found by
+// name from the workload's labels.
+func New(_ context.Context, mgr ctrl.Manager, opts Options) (*Provider, error) {
+	return newProvider(mgr.GetClient(), mgr.GetScheme(), opts), nil
+}
+
+func newProvider(reader client.Reader, scheme *runtime.Scheme, opts Options) *Provider {
+	return &Provider{reader: reader, scheme: scheme, opts: opts}
 }
 
 // Name implements gitops.Provider.
 func (p *Provider) Name() kickv1alpha1.GitOpsProvider { return kickv1alpha1.ProviderFlux }
 
-// Owners implements gitops.Provider.
+// resolution is the outcome of finding a workload's Flux owner.
+type resolution struct {
+	// owner is set when exactly one owner was found and confirmed.
+	owner *view
+	// refs are the owners the labels name.
+	refs []ownerRef
+	// reason and message say why there is no confirmed owner.
+	reason  kickv1alpha1.GateReason
+	message string
+	// unsure marks a failure to tell (owner not readable, or not in the
+	// cache), as opposed to a clear "not an owner".
+	unsure bool
+}
+
+// resolve finds the Flux object that owns w: the one its labels name,
+// read from the cache and confirmed by its inventory when it has one.
+func (p *Provider) resolve(ctx context.Context, w client.Object) resolution {
+	target := p.describe(w)
+	refs, problem := labelOwners(w.GetLabels())
+	switch {
+	case problem != "":
+		return resolution{reason: kickv1alpha1.GateOwnerUnknown, unsure: true,
+			message: fmt.Sprintf("the Flux labels of %s are malformed: %s", target, problem)}
+	case len(refs) == 0:
+		return resolution{reason: kickv1alpha1.GateOwnerUnknown,
+			message: fmt.Sprintf("%s is not managed by Flux: it carries neither the %s/%s labels of a Kustomization nor the %s/%s labels of a HelmRelease",
+				target, KustomizeNameLabel, KustomizeNamespaceLabel, HelmNameLabel, HelmNamespaceLabel)}
+	case len(refs) > 1:
+		return resolution{refs: refs, reason: kickv1alpha1.GateAmbiguousOwner,
+			message: fmt.Sprintf("the labels of %s name both %s and %s as its owner; KICK will not guess", target, refs[0], refs[1])}
+	}
+	ref := refs[0]
+	if !p.opts.serves(ref.Kind) {
+		return resolution{refs: refs, reason: kickv1alpha1.GateProviderUnavailable, unsure: true,
+			message: fmt.Sprintf("the labels of %s name %s, but the API server does not serve %s objects, so the Flux integration cannot read it", target, ref, ref.Kind)}
+	}
+	obj := p.newObject(ref.Kind)
+	if err := p.reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return resolution{refs: refs, reason: kickv1alpha1.GateOwnerUnknown, unsure: true,
+				message: fmt.Sprintf("the labels of %s name %s as its owner, but that %s does not exist", target, ref, ref.Kind)}
+		}
+		return resolution{refs: refs, reason: kickv1alpha1.GateProviderUnavailable, unsure: true,
+			message: fmt.Sprintf("cannot read %s, the owner of %s: %v", ref, target, err)}
+	}
+	v, _ := viewOf(obj)
+	gk, err := p.groupKind(w)
+	if err != nil {
+		return resolution{refs: refs, reason: kickv1alpha1.GateProviderUnavailable, unsure: true,
+			message: fmt.Sprintf("cannot tell the kind of %s: %v", target, err)}
+	}
+	if _, ok := workloadKinds[gk]; !ok {
+		// The cache keeps only workload entries of inventories, so an
+		// object of another kind could never be confirmed.
+		return resolution{refs: refs, reason: kickv1alpha1.GateProviderUnavailable, unsure: true,
+			message: fmt.Sprintf("the Flux provider does not handle %s objects (%s)", gk.Kind, target)}
+	}
+	if id := inventoryID(w.GetNamespace(), w.GetName(), gk); !v.lists(id) {
+		return resolution{refs: refs, reason: kickv1alpha1.GateOwnerUnknown,
+			message: fmt.Sprintf("the labels of %s name %s, but its inventory does not list %s, so it does not apply this workload (stale or copied labels?)", target, ref, id)}
+	}
+	return resolution{owner: &v, refs: refs}
+}
+
+// Owners implements gitops.Provider for Auto. It returns the confirmed
+// owner; both label pairs give both owners, so Auto reports the ambiguity
+// as Decide does; an owner the labels name but the inventory disowns gives
+// none. An owner that cannot be read or is not in the cache is an error:
+// Flux cannot tell right now, and Auto says so instead of pretending the
+// workload has no owner.
 func (p *Provider) Owners(ctx context.Context, w client.Object) ([]kickv1alpha1.GitOpsOwner, error) {
+	res := p.resolve(ctx, w)
+	switch {
+	case res.owner != nil:
+		return []kickv1alpha1.GitOpsOwner{*res.owner.owner()}, nil
+	case res.reason == kickv1alpha1.GateAmbiguousOwner:
+		out := make([]kickv1alpha1.GitOpsOwner, 0, len(res.refs))
+		for _, r := range res.refs {
+			out = append(out, kickv1alpha1.GitOpsOwner{Provider: kickv1alpha1.ProviderFlux, APIVersion: apiVersionOf(r.Kind),
+				Kind: r.Kind, Namespace: r.Namespace, Name: r.Name})
+		}
+		return out, nil
+	case res.unsure:
+		return nil, errors.New(res.message)
+	}
 	return nil, nil
 }
 
 // Decide implements gitops.Provider.
-func (p *Provider) Decide(ctx context.Context, w client.Object, policy *kickv1alpha1.KickPolicy, now time.Time) gitops.Decision {
-	return gitops.Decision{Reason: kickv1alpha1.GateProviderUnavailable, Provider: p.Name(), Message: "the Flux gate is not implemented yet"}
+func (p *Provider) Decide(ctx context.Context, w client.Object, policy *kickv1alpha1.KickPolicy, _ time.Time) gitops.Decision {
+	res := p.resolve(ctx, w)
+	if res.owner == nil {
+		return gitops.Decision{Reason: res.reason, Provider: kickv1alpha1.ProviderFlux, Message: res.message}
+	}
+	return decide(*res.owner, policy.Spec.RequiresReconciled())
 }
 
-// Wakes implements gitops.Provider.
-func (p *Provider) Wakes() []gitops.Wake { return nil }
+// Wakes implements gitops.Provider: a change to a served Flux kind wakes
+// the requests whose owner it is and, through its inventory, the requests
+// of the workloads it lists (they may have had no owner until now).
+func (p *Provider) Wakes() []gitops.Wake {
+	var out []gitops.Wake
+	if p.opts.Kustomizations {
+		out = append(out, gitops.Wake{Object: &kustomizev1.Kustomization{}, Keys: wakeKeys})
+	}
+	if p.opts.HelmReleases {
+		out = append(out, gitops.Wake{Object: &helmv2.HelmRelease{}, Keys: wakeKeys})
+	}
+	return out
+}
+
+// wakeKeys returns the wake keys of a Kustomization or HelmRelease.
+func wakeKeys(_ context.Context, obj client.Object) []string {
+	v, ok := viewOf(obj)
+	if !ok {
+		return nil
+	}
+	keys := []string{gitops.OwnerKey(v.ref.Kind, v.ref.Namespace, v.ref.Name)}
+	for _, id := range v.inventory {
+		if ns, kind, name, ok := workloadEntry(id); ok {
+			keys = append(keys, gitops.TargetKey(ns, kind, name))
+		}
+	}
+	return keys
+}
+
+func (p *Provider) newObject(kind string) client.Object {
+	if kind == HelmReleaseKind.Kind {
+		return &helmv2.HelmRelease{}
+	}
+	return &kustomizev1.Kustomization{}
+}
+
+func apiVersionOf(kind string) string {
+	if kind == HelmReleaseKind.Kind {
+		return helmv2.GroupVersion.String()
+	}
+	return kustomizev1.GroupVersion.String()
+}
+
+// groupKind returns the API group and kind of a workload object.
+func (p *Provider) groupKind(w client.Object) (groupKind, error) {
+	gvk, err := apiutil.GVKForObject(w, p.scheme)
+	if err != nil {
+		return groupKind{}, err
+	}
+	return groupKind{Group: gvk.Group, Kind: gvk.Kind}, nil
+}
+
+// describe names a workload for messages, e.g. "Deployment shop/web".
+func (p *Provider) describe(w client.Object) string {
+	kind := "workload"
+	if gk, err := p.groupKind(w); err == nil {
+		kind = gk.Kind
+	}
+	return kind + " " + w.GetNamespace() + "/" + w.GetName()
+}

@@ -49,7 +49,7 @@ $(CONTROLLER_GEN): hack/tools/go.mod
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## deepcopy, CRDs (deploy/crds) and RBAC (deploy/rbac) from the Go markers; copies for the chart and components
-	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/... paths=./restart/rollout/... paths=./restart/csi/...
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=false paths=./api/... output:crd:artifacts:config=deploy/crds
 	$(CONTROLLER_GEN) rbac:roleName=kick-manager $(foreach p,$(CORE_RBAC_PKGS),paths=$(p)) output:rbac:artifacts:config=deploy/rbac
 	@for i in $(INTEGRATIONS); do name=$${i%%=*}; pkg=$${i#*=}; \

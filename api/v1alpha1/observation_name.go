@@ -95,3 +95,15 @@ func cleanName(name string) string {
 	}
 	return strings.Join(kept, ".")
 }
+
+// ConsumerObservationName returns the name of the SourceObservation that
+// records a source for one consuming workload, for sources whose content
+// KICK observes per consumer: a Secrets Store CSI SecretProviderClass, whose
+// mounted object versions are those the workload's own pods report.
+//
+// The name always takes the hashed form of ObservationName (the "/"
+// separators are not valid in a name), so two different (source, consumer)
+// pairs never share a record even when names contain dots.
+func ConsumerObservationName(sourceKind, sourceName string, consumerKind TargetKind, consumerName string) string {
+	return ObservationName(sourceKind, sourceName+"/"+strings.ToLower(string(consumerKind))+"/"+consumerName)
+}

@@ -98,3 +98,30 @@ func TestObservationNameFormsAreDisjoint(t *testing.T) {
 		t.Fatal("kinds collide")
 	}
 }
+
+func TestConsumerObservationName(t *testing.T) {
+	a := ConsumerObservationName("SecretProviderClass", "vault", TargetDeployment, "web")
+	if errs := validation.IsDNS1123Subdomain(a); len(errs) != 0 {
+		t.Fatalf("%q is not a valid name: %v", a, errs)
+	}
+	if !strings.HasPrefix(a, "secretproviderclass.vault-deployment-web-") {
+		t.Fatalf("%q lacks a readable prefix", a)
+	}
+	if a != ConsumerObservationName("SecretProviderClass", "vault", TargetDeployment, "web") {
+		t.Fatal("not deterministic")
+	}
+	for _, other := range []string{
+		ConsumerObservationName("SecretProviderClass", "vault", TargetStatefulSet, "web"),
+		ConsumerObservationName("SecretProviderClass", "vault.deployment", TargetDeployment, "web"),
+		ConsumerObservationName("SecretProviderClass", "vault", TargetDeployment, "deployment.web"),
+		ObservationName("SecretProviderClass", "vault"),
+	} {
+		if other == a {
+			t.Fatalf("%q names two records", a)
+		}
+	}
+	long := ConsumerObservationName("SecretProviderClass", strings.Repeat("v", 253), TargetRollout, strings.Repeat("w", 253))
+	if errs := validation.IsDNS1123Subdomain(long); len(errs) != 0 {
+		t.Fatalf("long name invalid: %v", errs)
+	}
+}

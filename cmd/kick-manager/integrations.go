@@ -20,6 +20,9 @@ import (
 	"github.com/kick-operator/kick/gitops/argocd"
 	"github.com/kick-operator/kick/gitops/flux"
 	"github.com/kick-operator/kick/gitops/kargo"
+	"github.com/kick-operator/kick/restart/csi"
+	"github.com/kick-operator/kick/restart/rollout"
+	"github.com/kick-operator/kick/restart/workload"
 )
 
 // integrations is what the start-up probe decided: which optional
@@ -27,12 +30,14 @@ import (
 // because registering a watch for a kind the API server does not serve
 // aborts the manager.
 type integrations struct {
-	argoCD         bool
-	fluxKustomize  bool
-	fluxHelm       bool
-	kargo          bool
-	argoOpts       argocd.Options
-	gitops         *gitops.Registry
+	argoCD        bool
+	fluxKustomize bool
+	fluxHelm      bool
+	kargo         bool
+	argoRollouts  bool
+	csi           bool
+	argoOpts      argocd.Options
+	gitops        *gitops.Registry
 }
 
 // kindProbe reports whether the API server serves a kind.
@@ -151,7 +156,39 @@ func probeIntegrations(opts options, probe kindProbe, logSkip func(name string, 
 	} else {
 		off(kickv1alpha1.ProviderKargo, "enable-kargo")
 	}
+
+	if opts.enableArgoRollouts {
+		missing, err := missingOf(rollout.GVK)
+		if err != nil {
+			return nil, err
+		}
+		if missing != nil {
+			logSkip("Argo Rollouts", *missing)
+		}
+		in.argoRollouts = missing == nil
+	}
+	if opts.enableCSI {
+		missing, err := missingOf(csi.PodStatusKind, csi.ClassKind)
+		if err != nil {
+			return nil, err
+		}
+		if missing != nil {
+			logSkip("Secrets Store CSI", *missing)
+		}
+		in.csi = missing == nil
+	}
 	return in, nil
+}
+
+// workloads returns the workload kinds this manager restarts: the apps/v1
+// kinds, plus Rollouts when that integration is active. Every controller
+// gets this one value.
+func (in *integrations) workloads() *workload.Registry {
+	kinds := workload.Builtin()
+	if in.argoRollouts {
+		kinds = rollout.Register(kinds)
+	}
+	return kinds
 }
 
 // addToScheme registers the types of the active integrations.
@@ -163,6 +200,16 @@ func (in *integrations) addToScheme(s *k8sruntime.Scheme) error {
 	}
 	if in.fluxKustomize || in.fluxHelm {
 		if err := flux.AddToScheme(s); err != nil {
+			return err
+		}
+	}
+	if in.argoRollouts {
+		if err := rollout.AddToScheme(s); err != nil {
+			return err
+		}
+	}
+	if in.csi {
+		if err := csi.AddToScheme(s); err != nil {
 			return err
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/kick-operator/kick/gitops/argocd"
 	"github.com/kick-operator/kick/gitops/flux"
 	"github.com/kick-operator/kick/gitops/kargo"
+	"github.com/kick-operator/kick/restart/csi"
+	"github.com/kick-operator/kick/restart/rollout"
 )
 
 func parsed(t *testing.T, args ...string) options {
@@ -83,6 +85,54 @@ func TestProbeIntegrations(t *testing.T) {
 				if ok, why := in.gitops.Available(p); ok || !strings.Contains(why, want) {
 					t.Errorf("%s: available=%v %q, want unavailable saying %q", p, ok, why, want)
 				}
+			}
+		})
+	}
+}
+
+func TestProbeWorkloadIntegrations(t *testing.T) {
+	cases := []struct {
+		name          string
+		args          []string
+		served        []schema.GroupVersionKind
+		rollouts, csi bool
+		skipped       map[string]schema.GroupVersionKind
+	}{
+		{name: "off by default", served: []schema.GroupVersionKind{rollout.GVK, csi.PodStatusKind, csi.ClassKind}},
+		{name: "both enabled and served", args: []string{"--enable-argo-rollouts", "--enable-csi-integration"},
+			served: []schema.GroupVersionKind{rollout.GVK, csi.PodStatusKind, csi.ClassKind}, rollouts: true, csi: true},
+		{name: "enabled, nothing served", args: []string{"--enable-argo-rollouts", "--enable-csi-integration"},
+			skipped: map[string]schema.GroupVersionKind{"Argo Rollouts": rollout.GVK, "Secrets Store CSI": csi.PodStatusKind}},
+		{name: "CSI without SecretProviderClass", args: []string{"--enable-csi-integration"}, served: []schema.GroupVersionKind{csi.PodStatusKind},
+			skipped: map[string]schema.GroupVersionKind{"Secrets Store CSI": csi.ClassKind}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"--enable-argocd=false", "--enable-flux=false"}, tc.args...)
+			skipped := map[string]schema.GroupVersionKind{}
+			in, err := probeIntegrations(parsed(t, args...), served(tc.served...), func(name string, gvk schema.GroupVersionKind) {
+				if _, dup := skipped[name]; dup {
+					t.Errorf("%s skipped twice", name)
+				}
+				skipped[name] = gvk
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if in.argoRollouts != tc.rollouts || in.csi != tc.csi {
+				t.Errorf("active rollouts=%v csi=%v, want %v %v", in.argoRollouts, in.csi, tc.rollouts, tc.csi)
+			}
+			if len(skipped) != len(tc.skipped) {
+				t.Errorf("skipped %v, want %v", skipped, tc.skipped)
+			}
+			for name, gvk := range tc.skipped {
+				if skipped[name] != gvk {
+					t.Errorf("%s skipped for %v, want %v", name, skipped[name], gvk)
+				}
+			}
+			_, rolloutKind := in.workloads().Lookup(kickv1alpha1.TargetRollout)
+			if rolloutKind != tc.rollouts {
+				t.Errorf("workload registry has Rollout = %v, want %v", rolloutKind, tc.rollouts)
 			}
 		})
 	}

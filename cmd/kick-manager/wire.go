@@ -5,12 +5,15 @@ import (
 	"net/netip"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/kick-operator/kick/restart/csi"
 	"github.com/kick-operator/kick/restart/discovery"
 	"github.com/kick-operator/kick/restart/observe"
 	"github.com/kick-operator/kick/restart/policy"
 	"github.com/kick-operator/kick/restart/request"
+	"github.com/kick-operator/kick/restart/rollout"
 	"github.com/kick-operator/kick/restart/workload"
 	"github.com/kick-operator/kick/router"
 	"github.com/kick-operator/kick/sinks"
@@ -22,25 +25,55 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 	rt := router.New(router.Options{Registerer: metrics.Registry, Log: log.Info})
 	go func() { <-ctx.Done(); rt.Close() }()
 
-	if err := discovery.RegisterIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+	kinds := active.workloads()
+	if err := discovery.RegisterIndexesFor(ctx, mgr.GetFieldIndexer(), kinds.Objects()...); err != nil {
 		return err
 	}
 	if err := workload.RegisterIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
+	}
+	if active.argoRollouts {
+		if err := rollout.RegisterIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+			return err
+		}
 	}
 	observer := &observe.SourceReconciler{
 		Client:    mgr.GetClient(),
 		Router:    rt,
 		Keys:      keys,
 		IsManaged: request.Managed(mgr.GetClient()),
+		Kinds:     kinds,
 	}
 	if err := observer.SetupWithManager(mgr, observe.Options{MaxConcurrentReconciles: opts.maxConcurrent}); err != nil {
 		return err
 	}
+	enqueueSources := observer.EnqueueSourcesOf
+	if active.csi {
+		if err := csi.RegisterIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+			return err
+		}
+		mounts := &csi.Reconciler{
+			Client:    mgr.GetClient(),
+			APIReader: mgr.GetAPIReader(),
+			Router:    rt,
+			Keys:      keys,
+			IsManaged: request.Managed(mgr.GetClient()),
+			Kinds:     kinds,
+		}
+		if err := mounts.SetupWithManager(mgr, csi.Options{MaxConcurrentReconciles: opts.maxConcurrent}); err != nil {
+			return err
+		}
+		enqueueSources = func(ctx context.Context, workloads ...client.Object) error {
+			if err := observer.EnqueueSourcesOf(ctx, workloads...); err != nil {
+				return err
+			}
+			return mounts.EnqueueClassesOf(ctx, workloads...)
+		}
+	}
 	if err := active.registerProviders(ctx, mgr); err != nil {
 		return err
 	}
-	if err := (&policy.Reconciler{ProviderAvailable: active.gitops.Available}).SetupWithManager(mgr, policy.Options{MaxConcurrentReconciles: opts.maxConcurrent}); err != nil {
+	if err := (&policy.Reconciler{ProviderAvailable: active.gitops.Available, Kinds: kinds}).SetupWithManager(mgr, policy.Options{MaxConcurrentReconciles: opts.maxConcurrent}); err != nil {
 		return err
 	}
 	if err := (&sinks.Reconciler{}).SetupWithManager(mgr, sinks.Options{
@@ -61,6 +94,8 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 		MaxConcurrentReconciles: opts.maxConcurrent,
 		RolloutTimeout:          opts.rolloutTimeout,
 		Retention:               opts.requestRetention,
-		EnqueueSources:          observer.EnqueueSourcesOf,
+		EnqueueSources:          enqueueSources,
+		Kinds:                   kinds,
+		CSI:                     active.csi,
 	})
 }

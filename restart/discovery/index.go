@@ -40,7 +40,13 @@ func indexedWorkloads() []client.Object {
 // RegisterIndexes registers SourceIndex for Deployments, StatefulSets and
 // DaemonSets. Call it before the manager's cache starts.
 func RegisterIndexes(ctx context.Context, indexer client.FieldIndexer) error {
-	for _, obj := range indexedWorkloads() {
+	return RegisterIndexesFor(ctx, indexer, indexedWorkloads()...)
+}
+
+// RegisterIndexesFor registers SourceIndex for the given workload kinds (one
+// empty object each), e.g. the kinds of the manager's workload registry.
+func RegisterIndexesFor(ctx context.Context, indexer client.FieldIndexer, workloads ...client.Object) error {
+	for _, obj := range workloads {
 		if err := indexer.IndexField(ctx, obj, SourceIndex, IndexFunc); err != nil {
 			return fmt.Errorf("index %T by %s: %w", obj, SourceIndex, err)
 		}

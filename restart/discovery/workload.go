@@ -9,10 +9,8 @@ import (
 // PodTemplate returns the Pod template of a supported workload and true, or
 // nil and false for any other object (including a typed nil pointer).
 //
-// Supported: *appsv1.Deployment, *appsv1.StatefulSet, *appsv1.DaemonSet.
-// Another kind (for example an Argo Rollout read as unstructured, converted
-// from spec.template) is added here as one more case and, to be indexed, as
-// one more prototype in indexedWorkloads.
+// Supported: *appsv1.Deployment, *appsv1.StatefulSet, *appsv1.DaemonSet,
+// and any type implementing Templated (an Argo Rollout).
 func PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, bool) {
 	switch w := obj.(type) {
 	case *appsv1.Deployment:
@@ -27,8 +25,20 @@ func PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, bool) {
 		if w != nil {
 			return &w.Spec.Template, true
 		}
+	case Templated:
+		if t := w.PodTemplate(); t != nil {
+			return t, true
+		}
 	}
 	return nil, false
+}
+
+// Templated is implemented by workload types outside apps/v1 that carry a
+// pod template (an Argo Rollout's spec.template). PodTemplate returns nil
+// when the object has none of its own (a Rollout with spec.workloadRef),
+// and must be safe to call on a nil pointer.
+type Templated interface {
+	PodTemplate() *corev1.PodTemplateSpec
 }
 
 // FromWorkload returns the dependencies of a supported workload, nil for any

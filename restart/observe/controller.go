@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,12 +20,14 @@ import (
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/discovery"
+	"github.com/kick-operator/kick/restart/workload"
 	"github.com/kick-operator/kick/router"
 )
 
 // +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kick.corewire.io,resources=sourceobservations,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;watch
+// (Rollouts, when that integration runs, are covered by its own role.)
 
 // ManagedFunc says whether some KickPolicy manages a workload and, if so, which of its sources
 // are in scope (the policy's dependencySelector applied to the source's labels). A nil inScope
@@ -51,6 +52,10 @@ type SourceReconciler struct {
 	Now func() time.Time
 	// IsManaged decides which consumers count; required.
 	IsManaged ManagedFunc
+	// Kinds are the workload kinds searched for consumers (through
+	// discovery.SourceIndex, which must be registered for each); nil means
+	// workload.Builtin().
+	Kinds *workload.Registry
 
 	triggers map[string]chan event.GenericEvent // per source kind; set by SetupWithManager
 	metrics  *metrics
@@ -65,16 +70,6 @@ type sourceKind struct {
 var sourceKinds = []sourceKind{
 	{name: discovery.KindSecret, newObject: func() client.Object { return &corev1.Secret{} }},
 	{name: discovery.KindConfigMap, newObject: func() client.Object { return &corev1.ConfigMap{} }},
-}
-
-// workloadKinds are the consumer kinds searched through discovery.SourceIndex.
-var workloadKinds = []struct {
-	kind    string
-	newList func() client.ObjectList
-}{
-	{"Deployment", func() client.ObjectList { return &appsv1.DeploymentList{} }},
-	{"StatefulSet", func() client.ObjectList { return &appsv1.StatefulSetList{} }},
-	{"DaemonSet", func() client.ObjectList { return &appsv1.DaemonSetList{} }},
 }
 
 // outcome is what one reconcile did, for the log and the metrics.
@@ -186,10 +181,10 @@ func (r *SourceReconciler) observed(kind sourceKind, src client.Object) Observed
 func (r *SourceReconciler) consumers(ctx context.Context, kind string, src client.Object) ([]router.ObjectRef, error) {
 	var refs []router.ObjectRef
 	sel := client.MatchingFields{discovery.SourceIndex: discovery.IndexKey(kind, src.GetName())}
-	for _, wk := range workloadKinds {
-		list := wk.newList()
+	for _, wk := range r.Kinds.Kinds() {
+		list := wk.NewList()
 		if err := r.Client.List(ctx, list, client.InNamespace(src.GetNamespace()), sel); err != nil {
-			return nil, fmt.Errorf("list %s consuming %s %s/%s: %w", wk.kind, kind, src.GetNamespace(), src.GetName(), err)
+			return nil, fmt.Errorf("list %s consuming %s %s/%s: %w", wk.Target, kind, src.GetNamespace(), src.GetName(), err)
 		}
 		err := meta.EachListItem(list, func(o runtime.Object) error {
 			w, ok := o.(client.Object)
@@ -198,7 +193,7 @@ func (r *SourceReconciler) consumers(ctx context.Context, kind string, src clien
 			}
 			managed, inScope := r.IsManaged(ctx, w)
 			if managed && (inScope == nil || inScope(src.GetLabels())) {
-				refs = append(refs, router.ObjectRef{APIVersion: "apps/v1", Kind: wk.kind, Namespace: w.GetNamespace(), Name: w.GetName()})
+				refs = append(refs, router.ObjectRef{APIVersion: wk.APIVersion, Kind: string(wk.Target), Namespace: w.GetNamespace(), Name: w.GetName()})
 			}
 			return nil
 		})

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"hash"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -136,4 +137,31 @@ func entries[V string | []byte](w *fpWriter, section string, m map[string]V) {
 func (w *fpWriter) sum() string {
 	var out [sha256.Size]byte
 	return hex.EncodeToString(w.h.Sum(out[:0]))
+}
+
+// MountedObject is one object a Secrets Store CSI mount reports, with the
+// version it mounted.
+type MountedObject struct {
+	ID, Version string
+}
+
+// Mounted returns the fingerprint of a set of mounted object versions (what
+// a SecretProviderClassPodStatus reports), independent of their order. Ids
+// and versions are keyed like any content: a version may be derived from
+// the secret itself. The result is 64 lowercase hex digits.
+func (f *Fingerprinter) Mounted(objects []MountedObject) string {
+	sorted := slices.Clone(objects)
+	slices.SortFunc(sorted, func(a, b MountedObject) int {
+		if a.ID != b.ID {
+			return strings.Compare(a.ID, b.ID)
+		}
+		return strings.Compare(a.Version, b.Version)
+	})
+	w := f.start("SecretProviderClass")
+	w.length(len(sorted))
+	for _, o := range sorted {
+		w.str(o.ID)
+		w.str(o.Version)
+	}
+	return w.sum()
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -52,9 +51,10 @@ func NewCacheOptions(f *Fingerprinter) map[client.Object]cache.ByObject {
 
 // SetupWithManager registers one controller per source kind ("observe-secret",
 // "observe-configmap"). Each reconciles its sources on their own events, on the creation of a
-// workload or a change of its Pod template or labels (so a source that just gained a consumer
+// workload (of every kind in r.Kinds) or a change of its Pod template or labels (so a source that just gained a consumer
 // gets its baseline), on the deletion of a record, and on EnqueueSourcesOf. The manager's field
-// indexer must have discovery.RegisterIndexes, and its cache NewCacheOptions(r.Keys).
+// indexer must have discovery.RegisterIndexesFor every kind of r.Kinds, and its cache
+// NewCacheOptions(r.Keys).
 func (r *SourceReconciler) SetupWithManager(mgr manager.Manager, opts Options) error {
 	switch {
 	case r.Client == nil || r.Router == nil || r.Keys == nil:
@@ -68,24 +68,23 @@ func (r *SourceReconciler) SetupWithManager(mgr manager.Manager, opts Options) e
 	for _, kind := range sourceKinds {
 		trigger := make(chan event.GenericEvent)
 		r.triggers[kind.name] = trigger
-		err := builder.ControllerManagedBy(mgr).
+		b := builder.ControllerManagedBy(mgr).
 			Named("observe-"+strings.ToLower(kind.name)).
 			For(kind.newObject(), builder.WithPredicates(predicate.Funcs{
 				// A deleted source's record is garbage-collected with it.
 				DeleteFunc: func(event.DeleteEvent) bool { return false },
 			})).
-			Watches(&appsv1.Deployment{}, workloadHandler(kind.name)).
-			Watches(&appsv1.StatefulSet{}, workloadHandler(kind.name)).
-			Watches(&appsv1.DaemonSet{}, workloadHandler(kind.name)).
 			Watches(&kickv1alpha1.SourceObservation{}, recordDeletedHandler(kind.name)).
 			WatchesRawSource(source.Channel(trigger, handler.Funcs{
 				GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue) {
 					add(q, SourcesOf(kind.name, e.Object))
 				},
 			})).
-			WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-			Complete(kindReconciler{r: r, kind: kind})
-		if err != nil {
+			WithOptions(controller.Options{MaxConcurrentReconciles: workers})
+		for _, w := range r.Kinds.Objects() {
+			b = b.Watches(w, workloadHandler(kind.name))
+		}
+		if err := b.Complete(kindReconciler{r: r, kind: kind}); err != nil {
 			return err
 		}
 	}

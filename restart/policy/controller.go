@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/restart/workload"
 )
 
 // +kubebuilder:rbac:groups=kick.corewire.io,resources=kickpolicies,verbs=get;list;watch
@@ -59,6 +59,9 @@ type Reconciler struct {
 	// ProviderAvailable reports whether a GitOps provider is active in this
 	// manager (gitops.Registry.Available); nil treats every one as active.
 	ProviderAvailable func(kickv1alpha1.GitOpsProvider) (bool, string)
+	// Kinds are the workload kinds watched and counted; nil means
+	// workload.Builtin().
+	Kinds *workload.Registry
 
 	mu        sync.Mutex
 	announced map[types.NamespacedName]announcement
@@ -72,7 +75,7 @@ type announcement struct {
 }
 
 // SetupWithManager registers the controller. Besides KickPolicies it
-// watches Deployments, StatefulSets and DaemonSets, because the counts change
+// watches the workloads of every kind in r.Kinds, because the counts change
 // with them, and maps each of their events to every KickPolicy of the
 // namespace. Workload updates count only when labels change, and a policy's
 // neighbours are re-evaluated only when its spec or deletion changes.
@@ -88,10 +91,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&kickv1alpha1.KickPolicy{}).
-		Watches(&kickv1alpha1.KickPolicy{}, toPolicies, builder.WithPredicates(specOrDeletionChanged())).
-		Watches(&appsv1.Deployment{}, toPolicies, labelsChanged).
-		Watches(&appsv1.StatefulSet{}, toPolicies, labelsChanged).
-		Watches(&appsv1.DaemonSet{}, toPolicies, labelsChanged)
+		Watches(&kickv1alpha1.KickPolicy{}, toPolicies, builder.WithPredicates(specOrDeletionChanged()))
+	for _, w := range r.Kinds.Objects() {
+		b = b.Watches(w, toPolicies, labelsChanged)
+	}
 	if opts.MaxConcurrentReconciles > 0 {
 		b = b.WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles})
 	}
@@ -166,37 +169,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// workloads lists the namespace's Deployments, StatefulSets and DaemonSets
-// from the cache. The labels alias cached objects: read only.
+// workloads lists the namespace's workloads of every kind in r.Kinds from
+// the cache. The labels alias cached objects: read only.
 func (r *Reconciler) workloads(ctx context.Context, namespace string) ([]Workload, error) {
-	var (
-		out  []Workload
-		deps appsv1.DeploymentList
-		sts  appsv1.StatefulSetList
-		dss  appsv1.DaemonSetList
-	)
+	var out []Workload
 	opts := []client.ListOption{client.InNamespace(namespace), client.UnsafeDisableDeepCopy}
-	if err := r.Client.List(ctx, &deps, opts...); err != nil {
-		return nil, err
-	}
-	if err := r.Client.List(ctx, &sts, opts...); err != nil {
-		return nil, err
-	}
-	if err := r.Client.List(ctx, &dss, opts...); err != nil {
-		return nil, err
-	}
-	out = make([]Workload, 0, len(deps.Items)+len(sts.Items)+len(dss.Items))
-	add := func(kind kickv1alpha1.TargetKind, m *metav1.ObjectMeta) {
-		out = append(out, Workload{Kind: kind, Namespace: m.Namespace, Name: m.Name, Labels: m.Labels})
-	}
-	for i := range deps.Items {
-		add(kickv1alpha1.TargetDeployment, &deps.Items[i].ObjectMeta)
-	}
-	for i := range sts.Items {
-		add(kickv1alpha1.TargetStatefulSet, &sts.Items[i].ObjectMeta)
-	}
-	for i := range dss.Items {
-		add(kickv1alpha1.TargetDaemonSet, &dss.Items[i].ObjectMeta)
+	for _, k := range r.Kinds.Kinds() {
+		list := k.NewList()
+		if err := r.Client.List(ctx, list, opts...); err != nil {
+			return nil, err
+		}
+		for _, w := range workload.Items(list) {
+			out = append(out, Workload{Kind: k.Target, Namespace: w.GetNamespace(), Name: w.GetName(), Labels: w.GetLabels()})
+		}
 	}
 	return out, nil
 }

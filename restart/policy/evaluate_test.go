@@ -100,7 +100,9 @@ func TestEvaluate(t *testing.T) {
 func TestWithProvider(t *testing.T) {
 	ready := metav1.Condition{Type: kickv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonReady}
 	argo := &kickv1alpha1.KickPolicy{Spec: kickv1alpha1.KickPolicySpec{GitOps: &kickv1alpha1.GitOpsSpec{Provider: kickv1alpha1.ProviderArgoCD}}}
-	none := func(kickv1alpha1.GitOpsProvider) (bool, string) { return false, "provider ArgoCD is not active in this manager" }
+	none := func(kickv1alpha1.GitOpsProvider) (bool, string) {
+		return false, "provider ArgoCD is not active in this manager"
+	}
 	all := func(kickv1alpha1.GitOpsProvider) (bool, string) { return true, "" }
 
 	if c := WithProvider(ready, argo, none); c.Status != metav1.ConditionFalse || c.Reason != ReasonProviderUnavailable ||

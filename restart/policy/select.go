@@ -5,10 +5,10 @@ import (
 	"sort"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/restart/workload"
 )
 
 // Selection is the outcome of choosing the policy that governs a workload.
@@ -32,18 +32,11 @@ type Workload struct {
 	Labels    map[string]string
 }
 
-// WorkloadOf describes a Deployment, StatefulSet or DaemonSet; false for
-// any other object.
+// WorkloadOf describes a workload of any kind workload.KindOf knows
+// (Deployment, StatefulSet, DaemonSet, Rollout); false for any other object.
 func WorkloadOf(obj client.Object) (Workload, bool) {
-	var kind kickv1alpha1.TargetKind
-	switch obj.(type) {
-	case *appsv1.Deployment:
-		kind = kickv1alpha1.TargetDeployment
-	case *appsv1.StatefulSet:
-		kind = kickv1alpha1.TargetStatefulSet
-	case *appsv1.DaemonSet:
-		kind = kickv1alpha1.TargetDaemonSet
-	default:
+	kind := workload.KindOf(obj)
+	if kind == "" {
 		return Workload{}, false
 	}
 	return Workload{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Labels: obj.GetLabels()}, true

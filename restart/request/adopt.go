@@ -33,7 +33,7 @@ func (a *adopter) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 		return ctrl.Result{}, err
 	}
 	var selected []client.Object
-	for _, list := range workload.Lists() {
+	for _, list := range a.driver.Kinds.Lists() {
 		if err := a.client.List(ctx, list, client.InNamespace(p.Namespace)); err != nil {
 			return ctrl.Result{}, err
 		}

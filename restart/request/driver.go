@@ -31,6 +31,11 @@ type Driver struct {
 	Metrics *Metrics
 	// Workers is the number of events handled concurrently.
 	Workers int
+	// Kinds are the workload kinds this manager restarts; nil means
+	// workload.Builtin().
+	Kinds *workload.Registry
+	// CSI makes Secrets Store CSI classes count as dependencies.
+	CSI bool
 }
 
 // NeedLeaderElection makes the driver run on the elected leader only.
@@ -84,7 +89,7 @@ func (d *Driver) handle(ctx context.Context, ev router.SourceChanged) {
 // ensure is the coalescer of model §10 for one consumer.
 func (d *Driver) ensure(ctx context.Context, ref router.ObjectRef, changed time.Time) error {
 	kind := kickv1alpha1.TargetKind(ref.Kind)
-	obj, err := workload.New(kind)
+	obj, err := d.Kinds.New(kind)
 	if err != nil {
 		return nil
 	}
@@ -122,12 +127,16 @@ func (d *Driver) ensure(ctx context.Context, ref router.ObjectRef, changed time.
 	}
 	latestChange := exactly(changed)
 	if sel.Policy != nil {
-		recorded, err := LatestChange(ctx, d.Client, obj, sel.Policy)
+		recorded, err := LatestChangeOf(ctx, d.Client, obj, sel.Policy, d.CSI)
 		if err != nil {
 			return err
 		}
 		latestChange = latest(exactly(changed), recorded)
-		rollout, err := workload.Inspect(ctx, d.Client, obj)
+		h, err := d.Kinds.Handle(ctx, d.Client, obj)
+		if err != nil {
+			return err
+		}
+		rollout, err := h.Inspect(ctx, d.Client)
 		if err != nil {
 			return err
 		}
@@ -153,7 +162,7 @@ func (d *Driver) create(ctx context.Context, kind kickv1alpha1.TargetKind, obj c
 			Annotations: map[string]string{ChangeAnnotation: formatChange(changed)},
 		},
 		Spec: kickv1alpha1.KickRequestSpec{TargetRef: kickv1alpha1.TargetRef{
-			APIVersion: kickv1alpha1.AppsV1APIVersion, Kind: kind, Name: obj.GetName(),
+			APIVersion: d.Kinds.APIVersion(kind), Kind: kind, Name: obj.GetName(),
 		}},
 	}
 	err := d.Client.Create(ctx, kr)

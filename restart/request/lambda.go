@@ -6,12 +6,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/discovery"
 	"github.com/kick-operator/kick/restart/freshness"
 	"github.com/kick-operator/kick/restart/policy"
+	"github.com/kick-operator/kick/restart/workload"
 )
 
 // LatestChange returns Λ(w): the newest relevant change recorded for the
@@ -20,13 +23,26 @@ import (
 // only to the second, so it spans from its recorded write to the moment
 // KICK first saw it.
 func LatestChange(ctx context.Context, c client.Reader, w client.Object, p *kickv1alpha1.KickPolicy) (freshness.Change, error) {
+	return LatestChangeOf(ctx, c, w, p, false)
+}
+
+// LatestChangeOf is LatestChange, counting Secrets Store CSI classes too
+// when csi is set (the CSI integration runs): a class's record is the one
+// kept for this workload (kickv1alpha1.ConsumerObservationName), and its
+// dependencySelector scope is the SecretProviderClass's labels.
+func LatestChangeOf(ctx context.Context, c client.Reader, w client.Object, p *kickv1alpha1.KickPolicy, csi bool) (freshness.Change, error) {
 	var latest freshness.Change
 	for _, dep := range discovery.FromWorkload(w) {
-		if dep.Kind != string(kickv1alpha1.SourceSecret) && dep.Kind != string(kickv1alpha1.SourceConfigMap) {
+		name := kickv1alpha1.ObservationName(dep.Kind, dep.Name)
+		switch {
+		case dep.Kind == string(kickv1alpha1.SourceSecret), dep.Kind == string(kickv1alpha1.SourceConfigMap):
+		case dep.Kind == string(kickv1alpha1.SourceSecretProviderClass) && csi:
+			name = kickv1alpha1.ConsumerObservationName(dep.Kind, dep.Name, workload.KindOf(w), w.GetName())
+		default:
 			continue
 		}
 		var rec kickv1alpha1.SourceObservation
-		key := client.ObjectKey{Namespace: w.GetNamespace(), Name: kickv1alpha1.ObservationName(dep.Kind, dep.Name)}
+		key := client.ObjectKey{Namespace: w.GetNamespace(), Name: name}
 		if err := c.Get(ctx, key, &rec); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
@@ -71,11 +87,22 @@ func sourceInScope(ctx context.Context, c client.Reader, namespace string, dep d
 		return true, nil
 	}
 	var src client.Object = &corev1.Secret{}
-	if dep.Kind == string(kickv1alpha1.SourceConfigMap) {
+	switch dep.Kind {
+	case string(kickv1alpha1.SourceConfigMap):
 		src = &corev1.ConfigMap{}
+	case string(kickv1alpha1.SourceSecretProviderClass):
+		// Only its labels matter: read it metadata-only.
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(schema.FromAPIVersionAndKind(dep.APIVersion, dep.Kind))
+		src = m
 	}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: dep.Name}, src); err != nil {
 		if apierrors.IsNotFound(err) {
+			// A missing Secret or ConfigMap is out of scope; a class is
+			// judged by the labels it has (none), as the CSI observer does.
+			if dep.Kind == string(kickv1alpha1.SourceSecretProviderClass) {
+				return policy.DependencyInScope(p, nil), nil
+			}
 			return false, nil
 		}
 		return false, err

@@ -17,7 +17,6 @@ import (
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/gitops"
-	"github.com/kick-operator/kick/restart/execute"
 	"github.com/kick-operator/kick/restart/freshness"
 	"github.com/kick-operator/kick/restart/schedule"
 	"github.com/kick-operator/kick/restart/workload"
@@ -44,6 +43,12 @@ type Reconciler struct {
 
 	RolloutTimeout time.Duration
 	Retention      time.Duration
+	// Kinds are the workload kinds this manager restarts; nil means
+	// workload.Builtin().
+	Kinds *workload.Registry
+	// CSI makes Secrets Store CSI classes count as dependencies (their
+	// per-workload observation records; see LatestChangeOf).
+	CSI bool
 
 	mem *memory
 }
@@ -78,14 +83,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// newer than the change, so the next reconcile finds it fresh and
 		// does not restart again; within this process the stamp memory
 		// covers a cache that has not seen the patch yet.
-		if err := execute.Restart(ctx, r.Client, s.target, s.restartStamp); err != nil {
+		if err := s.handle.Restart(ctx, r.Client, s.restartStamp); err != nil {
 			r.Metrics.error("kickrequest", "RestartPatch")
-			return ctrl.Result{}, fmt.Errorf("restart %s: %w", s.targetRef(), err)
+			return ctrl.Result{}, fmt.Errorf("restart %s%s: %w", s.targetRef(), s.through(), err)
 		}
 		if stamp, ok := freshness.ParseStamp(s.restartStamp); ok {
 			r.mem.wroteStamp(memoryKey(&kr), stamp)
 		}
-		log.FromContext(ctx).Info("restarted workload", "target", s.targetRef(), "stamp", s.restartStamp)
+		log.FromContext(ctx).Info("restarted workload", "target", s.targetRef(), "via", s.handle.Ref().String(), "stamp", s.restartStamp)
 	}
 	if err := r.writeStatus(ctx, orig, &kr); err != nil {
 		return ctrl.Result{}, err
@@ -120,6 +125,7 @@ type step struct {
 	now time.Time
 
 	target       client.Object
+	handle       workload.Handle
 	policy       *kickv1alpha1.KickPolicy
 	latest       freshness.Change
 	restartStamp string
@@ -136,6 +142,15 @@ type eventSpec struct {
 
 func (s *step) targetRef() string {
 	return fmt.Sprintf("%s %s/%s", s.kr.Spec.TargetRef.Kind, s.kr.Namespace, s.kr.Spec.TargetRef.Name)
+}
+
+// through names the object a redirected restart goes through, "" when the
+// target is restarted itself.
+func (s *step) through() string {
+	if s.handle.Object == nil || !s.handle.Redirected() {
+		return ""
+	}
+	return fmt.Sprintf(" through %s (spec.restartAt)", s.handle.Ref())
 }
 
 func (s *step) run(ctx context.Context) (ctrl.Result, error) {
@@ -155,7 +170,7 @@ func (s *step) run(ctx context.Context) (ctrl.Result, error) {
 		s.reopened = true
 	}
 
-	obj, err := workload.New(s.kr.Spec.TargetRef.Kind)
+	obj, err := s.r.Kinds.New(s.kr.Spec.TargetRef.Kind)
 	if err != nil {
 		return s.fail("UnsupportedTarget", err.Error()), nil
 	}
@@ -166,6 +181,9 @@ func (s *step) run(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{}, err
 	}
 	s.target = obj
+	if s.handle, err = s.r.Kinds.Handle(ctx, s.r.Client, obj); err != nil {
+		return ctrl.Result{}, err
+	}
 
 	var policies kickv1alpha1.KickPolicyList
 	if err := s.r.Client.List(ctx, &policies, client.InNamespace(s.kr.Namespace)); err != nil {
@@ -187,7 +205,7 @@ func (s *step) run(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{}, err
 	}
 
-	recorded, err := LatestChange(ctx, s.r.Client, obj, sel.Policy)
+	recorded, err := LatestChangeOf(ctx, s.r.Client, obj, sel.Policy, s.r.CSI)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -215,7 +233,7 @@ func (s *step) run(ctx context.Context) (ctrl.Result, error) {
 // carry the latest change. A dry run reopens only for a change newer than
 // the one it already reported.
 func (s *step) staleAgain(ctx context.Context) (bool, error) {
-	obj, err := workload.New(s.kr.Spec.TargetRef.Kind)
+	obj, err := s.r.Kinds.New(s.kr.Spec.TargetRef.Kind)
 	if err != nil {
 		return false, nil
 	}
@@ -230,7 +248,7 @@ func (s *step) staleAgain(ctx context.Context) (bool, error) {
 	if sel.Policy == nil {
 		return false, nil
 	}
-	recorded, err := LatestChange(ctx, s.r.Client, obj, sel.Policy)
+	recorded, err := LatestChangeOf(ctx, s.r.Client, obj, sel.Policy, s.r.CSI)
 	if err != nil {
 		return false, err
 	}
@@ -239,7 +257,11 @@ func (s *step) staleAgain(ctx context.Context) (bool, error) {
 	if s.kr.Status.Phase == kickv1alpha1.PhaseDryRun && !changed.Latest.After(reported) {
 		return false, nil
 	}
-	rollout, err := workload.Inspect(ctx, s.r.Client, obj)
+	h, err := s.r.Kinds.Handle(ctx, s.r.Client, obj)
+	if err != nil {
+		return false, err
+	}
+	rollout, err := h.Inspect(ctx, s.r.Client)
 	if err != nil {
 		return false, err
 	}
@@ -341,7 +363,7 @@ func (s *step) track(ctx context.Context) (ctrl.Result, bool, error) {
 	st := &s.kr.Status
 	marker := st.CurrentRollout
 	mine, _ := freshness.ParseStamp(marker.RestartedAt)
-	current, ok := freshness.ParseStamp(execute.CurrentStamp(s.target))
+	current, ok := s.handle.Current()
 	if !ok || current.Before(mine) {
 		// Our patch is not visible yet (cache lag) or was never applied (a
 		// crash after the status write): apply the same stamp again, which
@@ -349,7 +371,7 @@ func (s *step) track(ctx context.Context) (ctrl.Result, bool, error) {
 		s.restartStamp = marker.RestartedAt
 		return ctrl.Result{RequeueAfter: time.Second}, true, nil
 	}
-	rollout, err := workload.Inspect(ctx, s.r.Client, s.target)
+	rollout, err := s.handle.Inspect(ctx, s.r.Client)
 	if err != nil {
 		return ctrl.Result{}, true, err
 	}
@@ -395,7 +417,7 @@ func (s *step) evaluate(ctx context.Context) (ctrl.Result, error) {
 	}
 	s.setGate(d)
 
-	rollout, err := workload.Inspect(ctx, s.r.Client, s.target)
+	rollout, err := s.handle.Inspect(ctx, s.r.Client)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -416,23 +438,24 @@ func (s *step) evaluate(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{RequeueAfter: s.r.Retention}, nil
 	}
 
-	cachedStamp, _ := workloadTemplateStamp(s.target)
+	cachedStamp, _ := s.handle.Current()
 	if pending := s.r.mem.pendingStamp(memoryKey(s.kr), cachedStamp); !pending.IsZero() && !freshness.Newer(s.latest, pending) {
 		// This process already restarted the workload for this change; the
 		// cache has not caught up yet. Follow that rollout instead.
 		started := metav1.NewMicroTime(pending)
-		st.CurrentRollout = &kickv1alpha1.RolloutMarker{StartedAt: &started, RestartedAt: freshness.FormatStamp(pending)}
+		_, value := s.handle.Stamp(pending, time.Time{})
+		st.CurrentRollout = &kickv1alpha1.RolloutMarker{StartedAt: &started, RestartedAt: value}
 		st.Phase = kickv1alpha1.PhaseExecuting
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
-	stamp := execute.Stamp(s.now, s.latest.Latest)
-	s.restartStamp = freshness.FormatStamp(stamp)
+	stamp, value := s.handle.Stamp(s.now, s.latest.Latest)
+	s.restartStamp = value
 	startedAt := metav1.NewMicroTime(stamp)
 	st.CurrentRollout = &kickv1alpha1.RolloutMarker{StartedAt: &startedAt, RestartedAt: s.restartStamp}
 	st.LastRestartTime = &startedAt
 	st.RestartCount++
 	st.Phase = kickv1alpha1.PhaseExecuting
-	s.emit(false, "KickStarted", fmt.Sprintf("restarting %s: %s", s.targetRef(), freshness.Explain(s.latest, rollout)))
+	s.emit(false, "KickStarted", fmt.Sprintf("restarting %s%s: %s", s.targetRef(), s.through(), freshness.Explain(s.latest, rollout)))
 	s.r.Metrics.restart(st.Provider, "started")
 	s.r.Metrics.observeLatency(s.now.Sub(s.latest.Latest))
 	return ctrl.Result{RequeueAfter: s.r.RolloutTimeout}, nil
@@ -458,7 +481,7 @@ func (s *step) gate(ctx context.Context) gitops.Decision {
 	if !d.Allowed() {
 		return d
 	}
-	if tmpl, ok := workloadTemplateStamp(s.target); ok {
+	if tmpl, ok := s.handle.Current(); ok {
 		if next := tmpl.Add(p.Spec.EffectiveMinInterval()); s.now.Before(next) {
 			return gitops.Decision{Reason: kickv1alpha1.GateMinIntervalNotElapsed, Provider: d.Provider, Owner: d.Owner, RequeueAt: next,
 				Message: fmt.Sprintf("%s was restarted at %s; restart.minInterval %s allows the next restart at %s",
@@ -466,10 +489,6 @@ func (s *step) gate(ctx context.Context) gitops.Decision {
 		}
 	}
 	return d
-}
-
-func workloadTemplateStamp(obj client.Object) (time.Time, bool) {
-	return freshness.ParseStamp(execute.CurrentStamp(obj))
 }
 
 func (s *step) setGate(d gitops.Decision) {

@@ -26,6 +26,8 @@ import (
 // +kubebuilder:rbac:groups=kick.corewire.io,resources=kickpolicies;sourceobservations,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get;list;watch
+// (Rollouts and the CSI kinds, when those integrations run, are covered by
+// their own roles.)
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Options configure the request controller and driver.
@@ -43,6 +45,11 @@ type Options struct {
 	// EnqueueSources asks the source observer to (re)observe the sources of
 	// workloads; used when a KickPolicy starts selecting workloads.
 	EnqueueSources func(ctx context.Context, workloads ...client.Object) error
+	// Kinds are the workload kinds this manager restarts; nil means
+	// workload.Builtin().
+	Kinds *workload.Registry
+	// CSI makes Secrets Store CSI classes count as dependencies.
+	CSI bool
 }
 
 // SetupWithManager registers the indexes, the KickRequest controller and
@@ -69,15 +76,17 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		Now:            opts.Now,
 		RolloutTimeout: opts.RolloutTimeout,
 		Retention:      opts.Retention,
+		Kinds:          opts.Kinds,
+		CSI:            opts.CSI,
 		mem:            newMemory(),
 	}
 	toRequests := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
-		return requestsFor(ctx, mgr.GetClient(), obj)
+		return requestsFor(ctx, mgr.GetClient(), opts.Kinds, obj)
 	})
 	// A record change reaches the cache after the driver's wake may have
 	// been handled; following records keeps the latest change level-driven.
 	toConsumerRequests := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
-		return requestsOfConsumers(ctx, mgr.GetClient(), obj)
+		return requestsOfConsumers(ctx, mgr.GetClient(), opts.Kinds, obj)
 	})
 	toNamespaceRequests := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
 		return openRequestsIn(ctx, mgr.GetClient(), obj.GetNamespace())
@@ -90,7 +99,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		Watches(&kickv1alpha1.SourceObservation{}, toConsumerRequests).
 		WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)})
-	for _, kind := range workload.Kinds() {
+	for _, kind := range opts.Kinds.Objects() {
 		b = b.Watches(kind, toRequests)
 	}
 	for _, w := range opts.Wakes {
@@ -115,6 +124,8 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		Wake:    wake,
 		Metrics: opts.Metrics,
 		Workers: max(opts.MaxConcurrentReconciles, 1),
+		Kinds:   opts.Kinds,
+		CSI:     opts.CSI,
 	}
 	if err := mgr.Add(driver); err != nil {
 		return err
@@ -125,24 +136,24 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		Complete(&adopter{client: mgr.GetClient(), driver: driver, enqueueSources: opts.EnqueueSources})
 }
 
-// requestsFor maps a workload event to the open KickRequests of that workload.
-func requestsFor(ctx context.Context, c client.Reader, obj client.Object) []reconcile.Request {
-	return targetRequests(ctx, c, obj, false)
+// requestsFor maps a workload event to the open KickRequests of that
+// workload, and of the workloads whose requests follow it (a Deployment run
+// by a Rollout through workloadRef).
+func requestsFor(ctx context.Context, c client.Reader, kinds *workload.Registry, obj client.Object) []reconcile.Request {
+	out := targetRequests(ctx, c, workload.RefOf(obj), false)
+	for _, ref := range kinds.Follows(obj) {
+		out = append(out, targetRequests(ctx, c, ref, false)...)
+	}
+	return out
 }
 
-// allRequestsFor returns every KickRequest of a workload.
-func allRequestsFor(ctx context.Context, c client.Reader, obj client.Object) []reconcile.Request {
-	return targetRequests(ctx, c, obj, true)
-}
-
-func targetRequests(ctx context.Context, c client.Reader, obj client.Object, finishedToo bool) []reconcile.Request {
-	kind := workload.KindOf(obj)
-	if kind == "" {
+func targetRequests(ctx context.Context, c client.Reader, ref workload.Ref, finishedToo bool) []reconcile.Request {
+	if ref.Kind == "" {
 		return nil
 	}
 	var list kickv1alpha1.KickRequestList
-	if err := c.List(ctx, &list, client.InNamespace(obj.GetNamespace()),
-		client.MatchingFields{TargetIndex: workload.TargetKey(kind, obj.GetName())}); err != nil {
+	if err := c.List(ctx, &list, client.InNamespace(ref.Namespace),
+		client.MatchingFields{TargetIndex: ref.Key()}); err != nil {
 		return nil
 	}
 	// Only open requests follow their workload; finished ones are reopened
@@ -159,19 +170,19 @@ func targetRequests(ctx context.Context, c client.Reader, obj client.Object, fin
 // requestsOfConsumers maps an observation record to the requests, open or
 // finished, of the workloads that consume its source (through the discovery
 // index): a finished one may have to reopen for the recorded change.
-func requestsOfConsumers(ctx context.Context, c client.Reader, obj client.Object) []reconcile.Request {
+func requestsOfConsumers(ctx context.Context, c client.Reader, kinds *workload.Registry, obj client.Object) []reconcile.Request {
 	rec, ok := obj.(*kickv1alpha1.SourceObservation)
 	if !ok {
 		return nil
 	}
 	var out []reconcile.Request
-	for _, list := range workload.Lists() {
+	for _, list := range kinds.Lists() {
 		if err := c.List(ctx, list, client.InNamespace(rec.Namespace),
 			client.MatchingFields{discovery.SourceIndex: discovery.IndexKey(string(rec.Spec.Source.Kind), rec.Spec.Source.Name)}); err != nil {
 			continue
 		}
 		for _, w := range workload.Items(list) {
-			out = append(out, allRequestsFor(ctx, c, w)...)
+			out = append(out, targetRequests(ctx, c, workload.RefOf(w), true)...)
 		}
 	}
 	return out

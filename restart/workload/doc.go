@@ -1,4 +1,4 @@
-// Package workload is the small layer between the restart pipeline and the
-// workload kinds KICK restarts: it names kinds and inspects a workload's
-// rollout, reading a Deployment's ReplicaSets through an owner index.
+// Package workload is the layer between the restart pipeline and the workload kinds KICK restarts: a
+// Registry, built once at start-up, names the active kinds (the apps/v1 ones, plus Argo Rollouts when
+// that integration runs) and says how each is listed, inspected and restarted.
 package workload

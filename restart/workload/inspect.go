@@ -11,7 +11,7 @@ import (
 )
 
 // OwnerIndex indexes ReplicaSets by the UID of their controlling owner, so a
-// Deployment's ReplicaSets come from the cache without a LIST.
+// Deployment's (or a Rollout's) ReplicaSets come from the cache without a LIST.
 const OwnerIndex = "kick.corewire.io/controller-uid"
 
 // RegisterIndexes registers OwnerIndex on ReplicaSets.
@@ -26,20 +26,18 @@ func RegisterIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 	})
 }
 
-// Inspect returns the rollout state of a workload (σ and completeness),
-// reading a Deployment's ReplicaSets through OwnerIndex.
-func Inspect(ctx context.Context, c client.Reader, obj client.Object) (freshness.Rollout, error) {
-	switch w := obj.(type) {
-	case *appsv1.Deployment:
-		var rss appsv1.ReplicaSetList
-		if err := c.List(ctx, &rss, client.InNamespace(w.Namespace), client.MatchingFields{OwnerIndex: string(w.UID)}); err != nil {
-			return freshness.Rollout{}, fmt.Errorf("list ReplicaSets of %s/%s: %w", w.Namespace, w.Name, err)
-		}
-		return freshness.Deployment(w, rss.Items), nil
-	case *appsv1.StatefulSet:
-		return freshness.StatefulSet(w), nil
-	case *appsv1.DaemonSet:
-		return freshness.DaemonSet(w), nil
+// ControlledReplicaSets returns the ReplicaSets controlled by owner, read
+// through OwnerIndex.
+func ControlledReplicaSets(ctx context.Context, c client.Reader, owner client.Object) ([]appsv1.ReplicaSet, error) {
+	var rss appsv1.ReplicaSetList
+	if err := c.List(ctx, &rss, client.InNamespace(owner.GetNamespace()), client.MatchingFields{OwnerIndex: string(owner.GetUID())}); err != nil {
+		return nil, fmt.Errorf("list ReplicaSets of %s/%s: %w", owner.GetNamespace(), owner.GetName(), err)
 	}
-	return freshness.Rollout{}, fmt.Errorf("cannot inspect the rollout of %T", obj)
+	return rss.Items, nil
+}
+
+// Inspect returns the rollout state of a built-in workload (σ and
+// completeness); see Registry.Inspect.
+func Inspect(ctx context.Context, c client.Reader, obj client.Object) (freshness.Rollout, error) {
+	return Builtin().Inspect(ctx, c, obj)
 }

@@ -35,6 +35,12 @@ const (
 	// ConditionRolloutComplete reports whether the target's current rollout
 	// has finished (kind-aware completeness).
 	ConditionRolloutComplete = "RolloutComplete"
+
+	// ConditionReopened tells whether the last change handed to a finished
+	// KickRequest reopened it; when it did not, the reason says why
+	// (ReasonAlreadyCarried, ReasonNoNewerChange, or a selection or target
+	// problem).
+	ConditionReopened = "Reopened"
 )
 
 // Condition reasons shared by the controllers. Gate decisions use the
@@ -73,4 +79,12 @@ const (
 	ReasonTargetNotFound = "TargetNotFound"
 	// ReasonDryRun: the selecting policy is in dry-run mode; nothing was patched.
 	ReasonDryRun = "DryRun"
+
+	// ReasonNewChange: a newer change reopened the finished request.
+	ReasonNewChange = "NewChange"
+	// ReasonAlreadyCarried: the running pods started after the change, so
+	// the finished request was not reopened.
+	ReasonAlreadyCarried = "AlreadyCarried"
+	// ReasonNoNewerChange: a dry-run request already reported this change.
+	ReasonNoNewerChange = "NoNewerChange"
 )

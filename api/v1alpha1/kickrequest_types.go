@@ -185,6 +185,13 @@ type KickRequestStatus struct {
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 
+	// ObservedChange is the value of the kick.corewire.io/change annotation
+	// this status has answered. A client that writes the annotation (for
+	// example kubectl kick restart on a finished request) waits until this
+	// field shows its value, then reads the Reopened condition.
+	// +optional
+	ObservedChange string `json:"observedChange,omitempty"`
+
 	// RestartCount counts the restarts issued for this request over its
 	// lifetime, reopenings included.
 	// +optional

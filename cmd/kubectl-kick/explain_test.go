@@ -381,61 +381,24 @@ func TestDependencyFields(t *testing.T) {
 	}
 }
 
-func TestDecideReopen(t *testing.T) {
-	finished := func(phase kickv1alpha1.KickRequestPhase, change time.Time) *kickv1alpha1.KickRequest {
-		kr := &kickv1alpha1.KickRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "deployment-web",
-			Annotations: map[string]string{request.ChangeAnnotation: change.Format(time.RFC3339Nano)}}}
-		kr.Spec.TargetRef = kickv1alpha1.TargetRef{Kind: kickv1alpha1.TargetDeployment, Name: "web"}
-		kr.Status.Phase = phase
-		return kr
+func TestSinceWaitsForKICKsAnswer(t *testing.T) {
+	kr := &kickv1alpha1.KickRequest{Status: kickv1alpha1.KickRequestStatus{Phase: kickv1alpha1.PhaseSucceeded, ObservedChange: "old"}}
+	mark := since{change: "new"}
+	if mark.done(kr) || mark.declinedReopen(kr) != nil {
+		t.Fatal("the outcome from before the reopen counted")
 	}
-	// The workload was restarted at t0+20m, after the requested change.
-	carried := newScene()
-	carried.deploy.Spec.Template.Annotations = map[string]string{freshness.RestartedAtAnnotation: freshness.FormatStamp(t0.Add(20 * time.Minute))}
-	d := decideReopen(analyze(carried.facts()), finished(kickv1alpha1.PhaseSucceeded, t0.Add(10*time.Minute)))
-	if d == nil || d.code != exitOK || !strings.Contains(d.why, "Deployment/web already carries the requested change") {
-		t.Fatalf("already carried: %+v", d)
+	// KICK reopened and ended in one write (a dry run).
+	kr.Status.ObservedChange, kr.Status.Phase = "new", kickv1alpha1.PhaseDryRun
+	kr.Status.Conditions = []metav1.Condition{{Type: kickv1alpha1.ConditionReopened, Status: "True", Reason: kickv1alpha1.ReasonNewChange}}
+	if !mark.done(kr) || mark.declinedReopen(kr) != nil {
+		t.Fatal("the new outcome did not count")
 	}
-	// A change after the rollout: KICK reopens.
-	if d := decideReopen(analyze(newScene().facts()), finished(kickv1alpha1.PhaseSucceeded, t0.Add(10*time.Minute))); d != nil {
-		t.Fatalf("stale again: %+v, want a reopen", d)
+	kr.Status.Conditions[0].Status, kr.Status.Conditions[0].Reason = "False", kickv1alpha1.ReasonAlreadyCarried
+	if mark.declinedReopen(kr) == nil {
+		t.Fatal("a declined reopen was not reported")
 	}
-	// Not selected: KICK keeps the old outcome and will not restart it.
-	unselected := newScene()
-	unselected.policies = nil
-	d = decideReopen(analyze(unselected.facts()), finished(kickv1alpha1.PhaseFailed, t0.Add(10*time.Minute)))
-	if d == nil || d.code != exitFailed || d.why != "no KickPolicy in namespace shop selects Deployment/web" {
-		t.Fatalf("not selected: %+v", d)
-	}
-	// A dry run reopens only for a change newer than the one it reported.
-	dry := finished(kickv1alpha1.PhaseDryRun, t0.Add(5*time.Minute))
-	dry.Status.LatestObservedDependencyChange = ptr.To(metav1.NewMicroTime(t0.Add(5 * time.Minute)))
-	if d := decideReopen(analyze(newScene().facts()), dry); d == nil || d.code != exitOK || !strings.Contains(d.why, "dry run") {
-		t.Fatalf("dry run without a newer change: %+v", d)
-	}
-	dry.Annotations[request.ChangeAnnotation] = t0.Add(6 * time.Minute).Format(time.RFC3339Nano)
-	if d := decideReopen(analyze(newScene().facts()), dry); d != nil {
-		t.Fatalf("dry run with a newer change: %+v, want a reopen", d)
-	}
-	// Unknown records: the CLI cannot tell and keeps waiting.
-	unknown := newScene()
-	unknown.deps[0].record, unknown.deps[0].recordErr = nil, readError("get", "sourceobservations.kick.corewire.io", "shop", forbidden())
-	if d := decideReopen(analyze(unknown.facts()), finished(kickv1alpha1.PhaseSucceeded, t0)); d != nil {
-		t.Fatalf("unknown: %+v, want no prediction", d)
-	}
-}
-
-func TestSinceCountsANewStatusInTheSameSecond(t *testing.T) {
-	old := metav1.NewTime(t0)
-	kr := &kickv1alpha1.KickRequest{Status: kickv1alpha1.KickRequestStatus{Phase: kickv1alpha1.PhaseDryRun, CompletionTime: &old}}
-	mark := since{reopened: true, completion: &old, status: kr.Status.DeepCopy()}
-	if mark.done(kr, false) {
-		t.Fatal("the status from before the reopen counted")
-	}
-	// KICK reopened and ended in one write, within the same second.
-	kr.Status.LatestObservedDependencyChange = ptr.To(metav1.NewMicroTime(t0.Add(time.Millisecond)))
-	if !mark.done(kr, false) {
-		t.Fatal("a new terminal status did not count")
+	if !(since{}).done(kr) {
+		t.Fatal("a request this command did not reopen waits for any terminal phase")
 	}
 }
 
@@ -444,7 +407,8 @@ func TestNotReopenedOutput(t *testing.T) {
 	kr.Spec.TargetRef = kickv1alpha1.TargetRef{Kind: kickv1alpha1.TargetDeployment, Name: "web"}
 	kr.Status.Phase = kickv1alpha1.PhaseSucceeded
 	var out, errOut bytes.Buffer
-	if code := notReopened(kr, &declined{code: exitOK, why: "already carried"}, t0, &out, &errOut); code != 0 {
+	carried := &metav1.Condition{Reason: kickv1alpha1.ReasonAlreadyCarried, Message: "already carried"}
+	if code := notReopened(kr, carried, t0, &out, &errOut); code != 0 {
 		t.Fatalf("code %d", code)
 	}
 	if got := out.String(); got != "10:00:00 NotReopened     already carried\nkickrequest/deployment-web finished: not reopened, nothing to restart (it stays Succeeded)\n" {
@@ -452,10 +416,11 @@ func TestNotReopenedOutput(t *testing.T) {
 	}
 	kr.Status.Phase = kickv1alpha1.PhaseFailed
 	out.Reset()
-	if code := notReopened(kr, &declined{code: exitFailed, why: "no KickPolicy selects it"}, t0, &out, &errOut); code != 1 {
+	unselected := &metav1.Condition{Reason: string(kickv1alpha1.GateNotSelected), Message: "no KickPolicy selects it"}
+	if code := notReopened(kr, unselected, t0, &out, &errOut); code != 1 {
 		t.Fatalf("code %d", code)
 	}
-	if got := errOut.String(); got != "kubectl kick: restart of deployment/web failed: KICK did not reopen kickrequest/deployment-web (it stays Failed): no KickPolicy selects it\n" {
+	if got := errOut.String(); got != "kubectl kick: restart of deployment/web failed: KICK did not reopen kickrequest/deployment-web (it stays Failed): NotSelected: no KickPolicy selects it\n" {
 		t.Fatalf("stderr %q", got)
 	}
 }

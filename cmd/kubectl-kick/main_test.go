@@ -117,11 +117,12 @@ func TestReopenPatch(t *testing.T) {
 		} `json:"metadata"`
 		Spec map[string]any `json:"spec"`
 	}
-	if err := json.Unmarshal(reopenPatch(kr, "ci", now), &p); err != nil {
+	patch, value := reopenPatch(kr, "ci", now)
+	if err := json.Unmarshal(patch, &p); err != nil {
 		t.Fatal(err)
 	}
-	if got := p.Metadata.Annotations[request.ChangeAnnotation]; got != "2026-03-01T11:00:01.123456789Z" {
-		t.Fatalf("change annotation = %q", got)
+	if got := p.Metadata.Annotations[request.ChangeAnnotation]; got != "2026-03-01T11:00:01.123456789Z" || value != got {
+		t.Fatalf("change annotation = %q, returned %q", got, value)
 	}
 	if p.Spec["reason"] != "ci" {
 		t.Fatalf("reason = %v", p.Spec["reason"])
@@ -129,7 +130,8 @@ func TestReopenPatch(t *testing.T) {
 	// A newer change already recorded is never moved back; no reason clears it.
 	kr.Annotations = map[string]string{request.ChangeAnnotation: "2026-03-01T11:00:00Z/2026-03-01T11:00:05Z"}
 	p.Spec = nil
-	if err := json.Unmarshal(reopenPatch(kr, "", now), &p); err != nil {
+	patch, _ = reopenPatch(kr, "", now)
+	if err := json.Unmarshal(patch, &p); err != nil {
 		t.Fatal(err)
 	}
 	if got := p.Metadata.Annotations[request.ChangeAnnotation]; got != "2026-03-01T11:00:05Z" {
@@ -160,26 +162,6 @@ func TestExitCode(t *testing.T) {
 		if got := exitCode(phase); got != want {
 			t.Errorf("exitCode(%q) = %d, want %d", phase, got, want)
 		}
-	}
-}
-
-func TestSinceIgnoresTheOldOutcome(t *testing.T) {
-	old := metav1.NewTime(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	kr := &kickv1alpha1.KickRequest{Status: kickv1alpha1.KickRequestStatus{Phase: kickv1alpha1.PhaseSucceeded, CompletionTime: &old}}
-	mark := since{reopened: true, completion: &old}
-	if mark.done(kr, false) {
-		t.Fatal("the terminal phase from before the reopen counted")
-	}
-	if !mark.done(kr, true) {
-		t.Fatal("a terminal phase after an open one must count")
-	}
-	later := metav1.NewTime(old.Add(time.Second))
-	kr.Status.CompletionTime = &later
-	if !mark.done(kr, false) {
-		t.Fatal("a newer completion must count")
-	}
-	if !(since{}).done(kr, false) {
-		t.Fatal("without a reopen any terminal phase counts")
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -113,21 +112,6 @@ func runRestart(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	return s.restart(ctx, o, stdout, stderr)
 }
 
-// since marks where a wait starts: only outcomes after it count.
-type since struct {
-	// reopened is set when this command reopened a finished request; its
-	// old terminal phase must not count.
-	reopened bool
-	// completion is the old request's completion time.
-	completion *metav1.Time
-	// status is the request's status right after the reopen patch. KICK
-	// writes status only when it acts, so a terminal status that differs
-	// from it is a new outcome, even one reached within the same second as
-	// the old (completion times are whole seconds) and without an open
-	// phase in between (a dry run reopens and ends in one write).
-	status *kickv1alpha1.KickRequestStatus
-}
-
 func (s *session) restart(ctx context.Context, o *restartOptions, stdout, stderr io.Writer) int {
 	key := client.ObjectKey{Namespace: s.namespace, Name: request.Name(o.kind, o.name)}
 	target := fmt.Sprintf("%s/%s", strings.ToLower(string(o.kind)), o.name)
@@ -152,12 +136,12 @@ func (s *session) restart(ctx context.Context, o *restartOptions, stdout, stderr
 	case err != nil:
 		return report(stderr, apiError("get", key.Namespace, err))
 	case kr.Status.Phase.IsTerminal():
-		mark = since{reopened: true, completion: kr.Status.CompletionTime}
 		old := kr.Status.Phase
-		if err := s.client.Patch(ctx, kr, client.RawPatch(types.MergePatchType, reopenPatch(kr, o.reason, time.Now()))); err != nil {
+		patch, change := reopenPatch(kr, o.reason, time.Now())
+		if err := s.client.Patch(ctx, kr, client.RawPatch(types.MergePatchType, patch)); err != nil {
 			return report(stderr, apiError("patch", key.Namespace, err))
 		}
-		mark.status = kr.Status.DeepCopy()
+		mark = since{change: change}
 		fmt.Fprintf(stdout, "kickrequest/%s reopened for %s in namespace %s (was %s)\n", key.Name, target, key.Namespace, old)
 	default:
 		phase := kr.Status.Phase
@@ -196,7 +180,7 @@ func newRequest(key client.ObjectKey, o *restartOptions) *kickv1alpha1.KickReque
 // at now in request.ChangeAnnotation (never earlier than the one already
 // there, in the reconciler's format: RFC 3339 with nanoseconds, UTC) and
 // the new reason (or none).
-func reopenPatch(kr *kickv1alpha1.KickRequest, reason string, now time.Time) []byte {
+func reopenPatch(kr *kickv1alpha1.KickRequest, reason string, now time.Time) ([]byte, string) {
 	change := now.UTC()
 	if v, ok := kr.Annotations[request.ChangeAnnotation]; ok {
 		// "<earliest>" or "<earliest>/<latest>": keep the newest bound.
@@ -210,70 +194,33 @@ func reopenPatch(kr *kickv1alpha1.KickRequest, reason string, now time.Time) []b
 	if reason != "" {
 		r = reason
 	}
+	value := change.Format(time.RFC3339Nano)
 	patch := map[string]any{
-		"metadata": map[string]any{"annotations": map[string]any{request.ChangeAnnotation: change.Format(time.RFC3339Nano)}},
+		"metadata": map[string]any{"annotations": map[string]any{request.ChangeAnnotation: value}},
 		"spec":     map[string]any{"reason": r},
 	}
 	b, _ := json.Marshal(patch)
-	return b
-}
-
-// done reports whether kr has reached an outcome that counts for mark.
-func (m since) done(kr *kickv1alpha1.KickRequest, seenOpen bool) bool {
-	if !kr.Status.Phase.IsTerminal() {
-		return false
-	}
-	if !m.reopened || seenOpen {
-		return true
-	}
-	if m.status != nil && !apiequality.Semantic.DeepEqual(&kr.Status, m.status) {
-		return true
-	}
-	c := kr.Status.CompletionTime
-	return c != nil && (m.completion == nil || c.After(m.completion.Time))
+	return b, value
 }
 
 // follow watches the request, printing each phase change, until it ends,
-// ctx ends or the request disappears. After a reopen it also checks, every
-// reopenGrace while the request keeps its old outcome, whether KICK
-// declines the reopen (KICK records nothing then), and reports that.
+// ctx ends or the request disappears. After a reopen it waits until KICK
+// has answered the written change (status.observedChange): either the
+// request reopens and runs to a new outcome, or KICK says, in the Reopened
+// condition, why it did not reopen it.
 func (s *session) follow(ctx context.Context, kr *kickv1alpha1.KickRequest, mark since, timeout time.Duration, stdout, stderr io.Writer) int {
 	key := client.ObjectKeyFromObject(kr)
 	p := &printer{out: stdout}
-	seenOpen := false
-	var tick <-chan time.Time
-	if mark.reopened {
-		t := time.NewTicker(reopenGrace)
-		defer t.Stop()
-		tick = t.C
-	}
 	observe := func(kr *kickv1alpha1.KickRequest) (int, bool) {
-		if !kr.Status.Phase.IsTerminal() {
-			seenOpen = true
-		} else if !mark.done(kr, seenOpen) {
+		if !mark.answered(kr) {
 			return 0, false // the old outcome, from before the reopen
 		}
+		if c := mark.declinedReopen(kr); c != nil {
+			return notReopened(kr, c, time.Now(), stdout, stderr), true
+		}
 		p.print(kr, time.Now())
-		if mark.done(kr, seenOpen) {
+		if mark.done(kr) {
 			return finish(kr, stdout, stderr), true
-		}
-		return 0, false
-	}
-	// checkDeclined re-reads the request and, when it still shows the old
-	// outcome, asks whether KICK declines the reopen.
-	checkDeclined := func() (int, bool) {
-		cur := &kickv1alpha1.KickRequest{}
-		if err := s.client.Get(ctx, key, cur); err != nil {
-			return 0, false // the watch reports deletion; other errors: keep waiting
-		}
-		if code, done := observe(cur); done {
-			return code, true
-		}
-		if seenOpen || !cur.Status.Phase.IsTerminal() {
-			return 0, false
-		}
-		if d := s.predictReopen(ctx, cur); d != nil {
-			return notReopened(cur, d, time.Now(), stdout, stderr), true
 		}
 		return 0, false
 	}
@@ -290,7 +237,7 @@ func (s *session) follow(ctx context.Context, kr *kickv1alpha1.KickRequest, mark
 		})
 		if err != nil {
 			if ctx.Err() != nil {
-				return timedOut(last, mark.reopened && !seenOpen, timeout, stderr)
+				return timedOut(last, !mark.answered(last), timeout, stderr)
 			}
 			return report(stderr, apiError("watch", key.Namespace, err))
 		}
@@ -299,16 +246,7 @@ func (s *session) follow(ctx context.Context, kr *kickv1alpha1.KickRequest, mark
 			select {
 			case <-ctx.Done():
 				w.Stop()
-				return timedOut(last, mark.reopened && !seenOpen, timeout, stderr)
-			case <-tick:
-				if seenOpen {
-					tick = nil
-					continue
-				}
-				if code, done := checkDeclined(); done {
-					w.Stop()
-					return code
-				}
+				return timedOut(last, !mark.answered(last), timeout, stderr)
 			case ev, ok := <-w.ResultChan():
 				if !ok {
 					restart = true
@@ -340,7 +278,7 @@ func (s *session) follow(ctx context.Context, kr *kickv1alpha1.KickRequest, mark
 		cur := &kickv1alpha1.KickRequest{}
 		if err := s.client.Get(ctx, key, cur); err != nil {
 			if ctx.Err() != nil {
-				return timedOut(last, mark.reopened && !seenOpen, timeout, stderr)
+				return timedOut(last, !mark.answered(last), timeout, stderr)
 			}
 			if apierrors.IsNotFound(err) {
 				fmt.Fprintf(stderr, "kubectl kick: kickrequest/%s was deleted while waiting for it\n", key.Name)

@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -300,8 +301,9 @@ func TestExplain(t *testing.T) {
 	}
 }
 
-// A reopen KICK declines leaves the request as it was and writes nothing;
-// restart --wait must report that instead of waiting for the timeout.
+// A reopen KICK declines leaves the request's outcome as it was; KICK
+// answers the change in status.observedChange and the Reopened condition,
+// and restart --wait reports that instead of waiting for the timeout.
 func TestRestartWaitReportsANotReopenedRequest(t *testing.T) {
 	env := cluster.Get(t)
 	f := &fx{t: t, env: env, ns: env.Namespace(t), ctx: context.Background(), bin: cluster.Binary(t, "kubectl-kick")}
@@ -318,7 +320,7 @@ func TestRestartWaitReportsANotReopenedRequest(t *testing.T) {
 	began := time.Now()
 	code, out, errOut := f.kick("restart", "deployment/other", "--wait", "--timeout", "90s")
 	if code != 1 || !strings.Contains(out, "reopened") ||
-		!strings.Contains(errOut, "restart of deployment/other failed: KICK did not reopen kickrequest/deployment-other (it stays Failed): no KickPolicy in namespace "+f.ns+" selects Deployment/other") {
+		!strings.Contains(errOut, "restart of deployment/other failed: KICK did not reopen kickrequest/deployment-other (it stays Failed): NotSelected: no KickPolicy in namespace "+f.ns+" selects Deployment/other") {
 		t.Fatalf("second restart of an unselected workload = %d, want 1 reporting the declined reopen", code)
 	}
 	if took := time.Since(began); took > 45*time.Second {
@@ -346,7 +348,7 @@ func TestRestartWaitReportsANotReopenedRequest(t *testing.T) {
 	began = time.Now()
 	code, out, _ = f.kick("restart", "deployment/web", "--wait", "--timeout", "90s")
 	if code != 0 || !strings.Contains(out, "reopened") || !strings.Contains(out, "NotReopened") ||
-		!strings.Contains(out, "Deployment/web already carries the requested change") ||
+		!strings.Contains(out, "nothing to restart") ||
 		!strings.Contains(out, "kickrequest/deployment-web finished: not reopened, nothing to restart (it stays Succeeded)") {
 		t.Fatalf("restart of a workload that already carries the change = %d, want 0 reporting the declined reopen", code)
 	}
@@ -354,6 +356,9 @@ func TestRestartWaitReportsANotReopenedRequest(t *testing.T) {
 		t.Fatalf("the declined reopen took %s to report", took)
 	}
 	after := f.request("deployment-web")
+	if c := meta.FindStatusCondition(after.Status.Conditions, kickv1alpha1.ConditionReopened); c == nil || c.Status != metav1.ConditionFalse || c.Reason != kickv1alpha1.ReasonAlreadyCarried {
+		t.Errorf("Reopened condition %+v, want False/AlreadyCarried", c)
+	}
 	if after.Status.Phase != kickv1alpha1.PhaseSucceeded || after.Status.RestartCount != before.Status.RestartCount || f.replicaSets("web") != 3 {
 		t.Fatalf("KICK acted on the declined reopen: phase %s, restartCount %d (was %d), %d ReplicaSets",
 			after.Status.Phase, after.Status.RestartCount, before.Status.RestartCount, f.replicaSets("web"))

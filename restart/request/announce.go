@@ -18,20 +18,11 @@ import (
 // subscribers of phase events use drop-oldest queues.
 func (r *Reconciler) announce(ctx context.Context, orig, kr *kickv1alpha1.KickRequest, s *step) {
 	from, to := orig.Status.Phase, kr.Status.Phase
+	r.record(kr, s.notice)
 	if from == to && !s.reopened {
 		return
 	}
-	if s.event != nil && r.Recorder != nil {
-		typ := corev1.EventTypeNormal
-		if s.event.warning {
-			typ = corev1.EventTypeWarning
-		}
-		msg := s.event.message
-		if kr.Spec.Reason != "" {
-			msg += " (requested: " + kr.Spec.Reason + ")"
-		}
-		r.Recorder.Eventf(kr, nil, typ, s.event.reason, string(to), "%s", msg)
-	}
+	r.record(kr, s.event)
 	if to.IsTerminal() {
 		r.Metrics.outcome(kr.Status.Provider, to)
 	}
@@ -65,6 +56,22 @@ func (r *Reconciler) announce(ctx context.Context, orig, kr *kickv1alpha1.KickRe
 	if err := r.Router.Publish(ctx, ev); err != nil {
 		log.FromContext(ctx).Error(err, "publish phase change")
 	}
+}
+
+// record emits an Event on the request.
+func (r *Reconciler) record(kr *kickv1alpha1.KickRequest, e *eventSpec) {
+	if e == nil || r.Recorder == nil {
+		return
+	}
+	typ := corev1.EventTypeNormal
+	if e.warning {
+		typ = corev1.EventTypeWarning
+	}
+	msg := e.message
+	if kr.Spec.Reason != "" {
+		msg += " (requested: " + kr.Spec.Reason + ")"
+	}
+	r.Recorder.Eventf(kr, nil, typ, e.reason, string(kr.Status.Phase), "%s", msg)
 }
 
 func equalStatus(a, b *kickv1alpha1.KickRequestStatus) bool {

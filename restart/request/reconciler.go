@@ -132,6 +132,8 @@ type step struct {
 	deleted      bool
 	reopened     bool
 	event        *eventSpec
+	// notice is an Event emitted even without a phase change.
+	notice *eventSpec
 }
 
 type eventSpec struct {
@@ -159,16 +161,18 @@ func (s *step) run(ctx context.Context) (ctrl.Result, error) {
 		st.Phase = kickv1alpha1.PhasePending
 	}
 	if st.Phase.IsTerminal() {
-		reopen, err := s.staleAgain(ctx)
+		v, err := s.staleAgain(ctx)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if !reopen {
+		s.answerChange(v)
+		if !v.reopen {
 			return s.retain(ctx)
 		}
 		s.reopen()
 		s.reopened = true
 	}
+	st.ObservedChange = s.kr.Annotations[ChangeAnnotation]
 
 	obj, err := s.r.Kinds.New(s.kr.Spec.TargetRef.Kind)
 	if err != nil {
@@ -228,44 +232,76 @@ func (s *step) run(ctx context.Context) (ctrl.Result, error) {
 	return s.evaluate(ctx)
 }
 
+// reopenVerdict is staleAgain's answer: reopen, or why not.
+type reopenVerdict struct {
+	reopen  bool
+	reason  string
+	message string
+}
+
+func notReopened(reason, message string) reopenVerdict {
+	return reopenVerdict{reason: reason, message: message}
+}
+
 // staleAgain decides whether a finished request must run again (model §10):
 // its target is selected by a policy and its running pods do not provably
 // carry the latest change. A dry run reopens only for a change newer than
 // the one it already reported.
-func (s *step) staleAgain(ctx context.Context) (bool, error) {
+func (s *step) staleAgain(ctx context.Context) (reopenVerdict, error) {
 	obj, err := s.r.Kinds.New(s.kr.Spec.TargetRef.Kind)
 	if err != nil {
-		return false, nil
+		return notReopened("UnsupportedTarget", err.Error()), nil
 	}
 	if err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.kr.Namespace, Name: s.kr.Spec.TargetRef.Name}, obj); err != nil {
-		return false, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			return notReopened(kickv1alpha1.ReasonTargetNotFound, s.targetRef()+" does not exist"), nil
+		}
+		return reopenVerdict{}, err
 	}
 	var policies kickv1alpha1.KickPolicyList
 	if err := s.r.Client.List(ctx, &policies, client.InNamespace(s.kr.Namespace)); err != nil {
-		return false, err
+		return reopenVerdict{}, err
 	}
 	sel := selectPolicy(policies.Items, obj)
 	if sel.Policy == nil {
-		return false, nil
+		return notReopened(string(sel.Reason), sel.Message), nil
 	}
 	recorded, err := LatestChangeOf(ctx, s.r.Client, obj, sel.Policy, s.r.CSI)
 	if err != nil {
-		return false, err
+		return reopenVerdict{}, err
 	}
 	reported := microTime(s.kr.Status.LatestObservedDependencyChange)
 	changed := latest(recorded, changeAnnotation(s.kr))
 	if s.kr.Status.Phase == kickv1alpha1.PhaseDryRun && !changed.Latest.After(reported) {
-		return false, nil
+		return notReopened(kickv1alpha1.ReasonNoNewerChange, "the dry run already reported the latest change"), nil
 	}
 	h, err := s.r.Kinds.Handle(ctx, s.r.Client, obj)
 	if err != nil {
-		return false, err
+		return reopenVerdict{}, err
 	}
 	rollout, err := h.Inspect(ctx, s.r.Client)
 	if err != nil {
-		return false, err
+		return reopenVerdict{}, err
 	}
-	return !alreadyCarried(changed, rollout), nil
+	if alreadyCarried(changed, rollout) {
+		return notReopened(kickv1alpha1.ReasonAlreadyCarried, fmt.Sprintf("nothing to restart: %s", freshness.Explain(changed, rollout))), nil
+	}
+	return reopenVerdict{reopen: true, reason: kickv1alpha1.ReasonNewChange, message: "a newer change reopened the request"}, nil
+}
+
+// answerChange records, once per value of the change annotation, whether
+// that change reopened the finished request, so whoever wrote it (kubectl
+// kick restart --wait) gets an answer even when nothing is restarted.
+func (s *step) answerChange(v reopenVerdict) {
+	value := s.kr.Annotations[ChangeAnnotation]
+	if value == "" || value == s.kr.Status.ObservedChange {
+		return
+	}
+	s.kr.Status.ObservedChange = value
+	s.condition(kickv1alpha1.ConditionReopened, v.reopen, v.reason, v.message)
+	if !v.reopen {
+		s.notice = &eventSpec{reason: "NotReopened", message: fmt.Sprintf("%s was not restarted again: %s", s.targetRef(), v.message)}
+	}
 }
 
 // recordManualRequest dates, once, the change a request from a person or

@@ -221,6 +221,9 @@ func (in *integrations) cacheOptions(byObject map[client.Object]cache.ByObject) 
 	if in.argoCD {
 		maps.Copy(byObject, argocd.CacheOptions(in.argoOpts))
 	}
+	if in.kargo {
+		maps.Copy(byObject, kargo.CacheOptions())
+	}
 	if in.fluxKustomize || in.fluxHelm {
 		maps.Copy(byObject, flux.CacheOptions(in.fluxOptions()))
 	}

@@ -1,0 +1,93 @@
+package argocd
+
+import (
+	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// lastApplied is kubectl's copy of the whole manifest; decisions never
+// read it.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// CacheOptions restricts the manager's cache of Applications and
+// AppProjects to the configured namespaces and keeps only what decisions
+// read: an Application's project, destination, tracking-relevant metadata,
+// sync and operation state and the identity of the workloads it lists; an
+// AppProject's sync windows and source namespaces.
+func CacheOptions(opts Options) map[client.Object]cache.ByObject {
+	apps := map[string]cache.Config{opts.Namespace: {}}
+	for _, ns := range opts.ApplicationNamespaces {
+		if ns != "" {
+			apps[ns] = cache.Config{}
+		}
+	}
+	return map[client.Object]cache.ByObject{
+		&argov1alpha1.Application{}: {Namespaces: apps, Transform: slimApplication},
+		&argov1alpha1.AppProject{}:  {Namespaces: map[string]cache.Config{opts.Namespace: {}}, Transform: slimProject},
+	}
+}
+
+// slimMeta keeps the metadata the cache and the decisions need.
+func slimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	out := metav1.ObjectMeta{
+		Name:              m.Name,
+		Namespace:         m.Namespace,
+		UID:               m.UID,
+		ResourceVersion:   m.ResourceVersion,
+		Generation:        m.Generation,
+		CreationTimestamp: m.CreationTimestamp,
+		DeletionTimestamp: m.DeletionTimestamp,
+		Labels:            m.Labels,
+	}
+	for k, v := range m.Annotations {
+		if k == lastApplied {
+			continue
+		}
+		if out.Annotations == nil {
+			out.Annotations = map[string]string{}
+		}
+		out.Annotations[k] = v
+	}
+	return out
+}
+
+// slimApplication is the cache transform of Applications.
+func slimApplication(in any) (any, error) {
+	app, ok := in.(*argov1alpha1.Application)
+	if !ok {
+		return in, nil
+	}
+	out := &argov1alpha1.Application{TypeMeta: app.TypeMeta, ObjectMeta: slimMeta(app.ObjectMeta)}
+	out.Spec.Project = app.Spec.Project
+	out.Spec.Destination = app.Spec.Destination
+	if app.Operation != nil {
+		out.Operation = &argov1alpha1.Operation{InitiatedBy: app.Operation.InitiatedBy}
+	}
+	out.Status.Sync.Status = app.Status.Sync.Status
+	out.Status.ReconciledAt = app.Status.ReconciledAt
+	if st := app.Status.OperationState; st != nil {
+		out.Status.OperationState = &argov1alpha1.OperationState{Phase: st.Phase, StartedAt: st.StartedAt, FinishedAt: st.FinishedAt}
+	}
+	for _, r := range app.Status.Resources {
+		if _, ok := workloadKinds[[2]string{r.Group, r.Kind}]; ok {
+			out.Status.Resources = append(out.Status.Resources, argov1alpha1.ResourceStatus{
+				Group: r.Group, Version: r.Version, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name,
+			})
+		}
+	}
+	return out, nil
+}
+
+// slimProject is the cache transform of AppProjects.
+func slimProject(in any) (any, error) {
+	proj, ok := in.(*argov1alpha1.AppProject)
+	if !ok {
+		return in, nil
+	}
+	out := &argov1alpha1.AppProject{TypeMeta: proj.TypeMeta, ObjectMeta: slimMeta(proj.ObjectMeta)}
+	out.Spec.SyncWindows = proj.Spec.SyncWindows
+	out.Spec.SourceNamespaces = proj.Spec.SourceNamespaces
+	return out, nil
+}

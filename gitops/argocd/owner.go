@@ -1,0 +1,136 @@
+package argocd
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/gitops"
+)
+
+// resolution is the outcome of owner resolution for one workload.
+type resolution struct {
+	// apps are the candidate owners: exactly one when resolved.
+	apps []AppRef
+	// app is the owner's cached Application when exactly one exists.
+	app *argov1alpha1.Application
+	// decision is set when resolution blocks the restart.
+	decision *gitops.Decision
+}
+
+// resolve finds the Application that owns w: the self-referencing tracking
+// annotation (or the instance label, by the tracking method in force),
+// else the one Application whose status.resources lists w. It never
+// guesses: none, several, or a claimed Application that does not exist
+// block with a reason.
+func (p *Provider) resolve(ctx context.Context, w client.Object) (resolution, error) {
+	self, err := IdentityOf(w)
+	if err != nil {
+		return resolution{}, err
+	}
+	settings, err := p.settings.get(ctx)
+	if err != nil {
+		return resolution{}, err
+	}
+	claim := ClaimOf(w.GetAnnotations(), w.GetLabels(), self, settings, p.opts.Namespace)
+	notes := strings.Join(claim.Notes, "; ")
+	target := fmt.Sprintf("%s %s/%s", self.Kind, self.Namespace, self.Name)
+
+	if claim.App != (AppRef{}) {
+		how := "its instance label"
+		if claim.Strong {
+			how = "its tracking annotation"
+		}
+		if !p.watches(claim.App.Namespace) {
+			return p.blocked([]AppRef{claim.App}, kickv1alpha1.GateOwnerUnknown,
+				fmt.Sprintf("%s names Application %s through %s, but namespace %s holds no Applications this manager watches (--argocd-namespace, --argocd-application-namespaces)",
+					target, claim.App, how, claim.App.Namespace)), nil
+		}
+		app, err := p.application(ctx, claim.App)
+		if err != nil {
+			return resolution{}, err
+		}
+		if app != nil {
+			return resolution{apps: []AppRef{claim.App}, app: app}, nil
+		}
+		if claim.Strong {
+			return p.blocked([]AppRef{claim.App}, kickv1alpha1.GateOwnerUnknown,
+				fmt.Sprintf("%s names Application %s through %s, but that Application does not exist", target, claim.App, how)), nil
+		}
+		notes = join(notes, fmt.Sprintf("its instance label names Application %s, which does not exist", claim.App))
+	}
+
+	var list argov1alpha1.ApplicationList
+	if err := p.reader.List(ctx, &list, client.MatchingFields{ResourceIndex: ResourceKey(self)}); err != nil {
+		return resolution{}, fmt.Errorf("look up Applications managing %s: %w", target, err)
+	}
+	switch len(list.Items) {
+	case 0:
+		msg := fmt.Sprintf("no Argo CD Application owns %s: it carries no usable tracking metadata and no Application lists it in status.resources", target)
+		if notes != "" {
+			msg += " (" + notes + ")"
+		}
+		return p.blocked(nil, kickv1alpha1.GateOwnerUnknown, msg), nil
+	case 1:
+		app := &list.Items[0]
+		return resolution{apps: []AppRef{{Namespace: app.Namespace, Name: app.Name}}, app: app}, nil
+	}
+	refs := make([]AppRef, len(list.Items))
+	names := make([]string, len(list.Items))
+	for i, app := range list.Items {
+		refs[i] = AppRef{Namespace: app.Namespace, Name: app.Name}
+		names[i] = refs[i].String()
+	}
+	slices.Sort(names)
+	msg := fmt.Sprintf("several Argo CD Applications list %s in status.resources: %s; KICK will not guess which owns it", target, strings.Join(names, ", "))
+	if notes != "" {
+		msg += " (" + notes + ")"
+	}
+	return p.blocked(refs, kickv1alpha1.GateAmbiguousOwner, msg), nil
+}
+
+func join(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+func (p *Provider) blocked(apps []AppRef, reason kickv1alpha1.GateReason, msg string) resolution {
+	return resolution{apps: apps, decision: &gitops.Decision{Reason: reason, Provider: p.Name(), Message: msg}}
+}
+
+// watches reports whether the manager caches Applications of namespace.
+func (p *Provider) watches(namespace string) bool {
+	return namespace == p.opts.Namespace || slices.Contains(p.opts.ApplicationNamespaces, namespace)
+}
+
+// application reads an Application from the cache; nil when absent.
+func (p *Provider) application(ctx context.Context, ref AppRef) (*argov1alpha1.Application, error) {
+	var app argov1alpha1.Application
+	if err := p.reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &app); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read Application %s: %w", ref, err)
+	}
+	return &app, nil
+}
+
+// ownerOf describes an Application as a KickRequest owner.
+func ownerOf(app *argov1alpha1.Application) *kickv1alpha1.GitOpsOwner {
+	return &kickv1alpha1.GitOpsOwner{
+		Provider:   kickv1alpha1.ProviderArgoCD,
+		APIVersion: argov1alpha1.SchemeGroupVersion.String(),
+		Kind:       "Application",
+		Namespace:  app.Namespace,
+		Name:       app.Name,
+		Project:    projectOf(app),
+	}
+}

@@ -239,13 +239,13 @@ func (in *integrations) registerProviders(ctx context.Context, mgr ctrl.Manager)
 	if in.argoCD {
 		argo, err := argocd.New(ctx, mgr, in.argoOpts)
 		if err != nil {
-			return fmt.Errorf("Argo CD integration: %w", err)
+			return fmt.Errorf("set up the Argo CD integration: %w", err)
 		}
 		in.gitops.Register(argo)
 		if in.kargo {
 			k, err := kargo.New(ctx, mgr, argo)
 			if err != nil {
-				return fmt.Errorf("Kargo integration: %w", err)
+				return fmt.Errorf("set up the Kargo integration: %w", err)
 			}
 			in.gitops.Register(k)
 		}
@@ -253,7 +253,7 @@ func (in *integrations) registerProviders(ctx context.Context, mgr ctrl.Manager)
 	if in.fluxKustomize || in.fluxHelm {
 		f, err := flux.New(ctx, mgr, in.fluxOptions())
 		if err != nil {
-			return fmt.Errorf("Flux integration: %w", err)
+			return fmt.Errorf("set up the Flux integration: %w", err)
 		}
 		in.gitops.Register(f)
 	}

@@ -210,7 +210,7 @@ func analyze(f *facts) *explanation {
 	// The manager also answers the change its request carries (a person's
 	// restart, or a change handed over by a duplicate).
 	if kr != nil {
-		if c := changeAnnotation(kr); newer(c, latest) {
+		if c := request.AnnotatedChange(kr); newer(c, latest) {
 			latest = latest.Max(c)
 			from = "kickrequest/" + kr.Name + " (" + request.ChangeAnnotation + ")"
 		}
@@ -327,7 +327,7 @@ func describeDependency(df *depFacts, p *kickv1alpha1.KickPolicy) (dependencyRes
 	case df.record == nil:
 		d.Record = recordNone
 	default:
-		change = recordedChange(&df.record.Spec)
+		change = request.RecordedChange(&df.record.Spec)
 		d.Record = recordRelevant
 		if df.record.Spec.Class == kickv1alpha1.ObservationBaseline {
 			d.Record = recordBaseline
@@ -340,45 +340,6 @@ func describeDependency(df *depFacts, p *kickv1alpha1.KickPolicy) (dependencyRes
 		}
 	}
 	return d, change
-}
-
-// recordedChange reads the change interval of an observation record, as
-// the manager does: a baseline recorded to the whole second lies between
-// that second and the earlier of its end and the moment KICK saw it.
-func recordedChange(spec *kickv1alpha1.SourceObservationSpec) freshness.Change {
-	if spec.LastRelevantChangeTime == nil || spec.LastRelevantChangeTime.IsZero() {
-		return freshness.Change{}
-	}
-	c := freshness.At(spec.LastRelevantChangeTime.Time)
-	if spec.Class == kickv1alpha1.ObservationBaseline && spec.LastRelevantChangeTime.Nanosecond() == 0 {
-		end := c.Earliest.Add(time.Second - time.Nanosecond)
-		if seen := spec.BaselineObservedAt; seen != nil && seen.Before(end) && !seen.Before(c.Earliest) {
-			end = seen.Time
-		}
-		c.Latest = end
-	}
-	return c
-}
-
-// changeAnnotation parses request.ChangeAnnotation: "<earliest>" or
-// "<earliest>/<latest>"; zero when absent or malformed.
-func changeAnnotation(kr *kickv1alpha1.KickRequest) freshness.Change {
-	v, ok := kr.Annotations[request.ChangeAnnotation]
-	if !ok {
-		return freshness.Change{}
-	}
-	first, second, interval := strings.Cut(v, "/")
-	e, err := time.Parse(time.RFC3339Nano, first)
-	if err != nil {
-		return freshness.Change{}
-	}
-	c := freshness.At(e)
-	if interval {
-		if l, err := time.Parse(time.RFC3339Nano, second); err == nil && l.After(e) {
-			c.Latest = l
-		}
-	}
-	return c
 }
 
 // pickRequest returns the open request of the target (the oldest, which

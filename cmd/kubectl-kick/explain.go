@@ -38,20 +38,13 @@ func parseExplain(args []string) (*explainOptions, *genericclioptions.ConfigFlag
 	if err != nil || helpRequested {
 		return nil, nil, helpRequested, err
 	}
-	switch fs.NArg() {
-	case 0:
-		return nil, nil, false, usagef("explain needs KIND/NAME, e.g. kubectl kick explain deployment/web")
-	case 1:
-	default:
-		return nil, nil, false, usagef("explain takes one KIND/NAME, got %q", fs.Args())
+	if o.kind, o.name, err = targetArg(fs, "explain"); err != nil {
+		return nil, nil, false, err
 	}
 	switch o.output {
 	case "", "text", "json":
 	default:
 		return nil, nil, false, usagef("unknown output format %q: use -o json, or leave -o out for text", o.output)
-	}
-	if o.kind, o.name, err = parseTarget(fs.Arg(0)); err != nil {
-		return nil, nil, false, err
 	}
 	return o, cf, false, nil
 }

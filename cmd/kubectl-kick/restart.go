@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,6 +42,17 @@ func parseKind(s string) (kickv1alpha1.TargetKind, error) {
 }
 
 // parseTarget parses KIND/NAME.
+// targetArg reads the one KIND/NAME argument of a command.
+func targetArg(fs *pflag.FlagSet, command string) (kickv1alpha1.TargetKind, string, error) {
+	switch fs.NArg() {
+	case 0:
+		return "", "", usagef("%s needs KIND/NAME, e.g. kubectl kick %s deployment/web", command, command)
+	case 1:
+		return parseTarget(fs.Arg(0))
+	}
+	return "", "", usagef("%s takes one KIND/NAME, got %q", command, fs.Args())
+}
+
 func parseTarget(s string) (kickv1alpha1.TargetKind, string, error) {
 	kindStr, name, ok := strings.Cut(s, "/")
 	if !ok {
@@ -78,18 +90,11 @@ func parseRestart(args []string) (*restartOptions, *genericclioptions.ConfigFlag
 	if err != nil || helpRequested {
 		return nil, nil, helpRequested, err
 	}
-	switch fs.NArg() {
-	case 0:
-		return nil, nil, false, usagef("restart needs KIND/NAME, e.g. kubectl kick restart deployment/web")
-	case 1:
-	default:
-		return nil, nil, false, usagef("restart takes one KIND/NAME, got %q", fs.Args())
+	if o.kind, o.name, err = targetArg(fs, "restart"); err != nil {
+		return nil, nil, false, err
 	}
 	if o.timeout <= 0 {
 		return nil, nil, false, usagef("--timeout must be positive, got %s", o.timeout)
-	}
-	if o.kind, o.name, err = parseTarget(fs.Arg(0)); err != nil {
-		return nil, nil, false, err
 	}
 	return o, cf, false, nil
 }

@@ -2,14 +2,11 @@ package argocd
 
 import (
 	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-)
 
-// lastApplied is kubectl's copy of the whole manifest; decisions never
-// read it.
-const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+	"github.com/kick-operator/kick/gitops"
+)
 
 // CacheOptions restricts the manager's cache of Applications and
 // AppProjects to the configured namespaces and keeps only what decisions
@@ -29,37 +26,13 @@ func CacheOptions(opts Options) map[client.Object]cache.ByObject {
 	}
 }
 
-// slimMeta keeps the metadata the cache and the decisions need.
-func slimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
-	out := metav1.ObjectMeta{
-		Name:              m.Name,
-		Namespace:         m.Namespace,
-		UID:               m.UID,
-		ResourceVersion:   m.ResourceVersion,
-		Generation:        m.Generation,
-		CreationTimestamp: m.CreationTimestamp,
-		DeletionTimestamp: m.DeletionTimestamp,
-		Labels:            m.Labels,
-	}
-	for k, v := range m.Annotations {
-		if k == lastApplied {
-			continue
-		}
-		if out.Annotations == nil {
-			out.Annotations = map[string]string{}
-		}
-		out.Annotations[k] = v
-	}
-	return out
-}
-
 // slimApplication is the cache transform of Applications.
 func slimApplication(in any) (any, error) {
 	app, ok := in.(*argov1alpha1.Application)
 	if !ok {
 		return in, nil
 	}
-	out := &argov1alpha1.Application{TypeMeta: app.TypeMeta, ObjectMeta: slimMeta(app.ObjectMeta)}
+	out := &argov1alpha1.Application{TypeMeta: app.TypeMeta, ObjectMeta: gitops.SlimMeta(app.ObjectMeta, true)}
 	out.Spec.Project = app.Spec.Project
 	out.Spec.Destination = app.Spec.Destination
 	if app.Operation != nil {
@@ -86,7 +59,7 @@ func slimProject(in any) (any, error) {
 	if !ok {
 		return in, nil
 	}
-	out := &argov1alpha1.AppProject{TypeMeta: proj.TypeMeta, ObjectMeta: slimMeta(proj.ObjectMeta)}
+	out := &argov1alpha1.AppProject{TypeMeta: proj.TypeMeta, ObjectMeta: gitops.SlimMeta(proj.ObjectMeta, true)}
 	out.Spec.SyncWindows = proj.Spec.SyncWindows
 	out.Spec.SourceNamespaces = proj.Spec.SourceNamespaces
 	return out, nil

@@ -270,7 +270,7 @@ func TestSettingsAreMemoized(t *testing.T) {
 
 func TestCacheTransforms(t *testing.T) {
 	app := application(cp, "web", lists("shop", "web"), func(a *argov1alpha1.Application) {
-		a.Annotations = map[string]string{lastApplied: strings.Repeat("x", 1000), "kargo.akuity.io/authorized-stage": "p:s"}
+		a.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": strings.Repeat("x", 1000), "kargo.akuity.io/authorized-stage": "p:s"}
 		a.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "argocd"}}
 		a.ResourceVersion = "42"
 		a.Spec.Source = &argov1alpha1.ApplicationSource{RepoURL: "https://example.com/repo.git"}
@@ -288,7 +288,7 @@ func TestCacheTransforms(t *testing.T) {
 	switch {
 	case slim.ResourceVersion != "42" || slim.Annotations["kargo.akuity.io/authorized-stage"] != "p:s":
 		t.Fatalf("lost metadata: %+v", slim.ObjectMeta)
-	case slim.Annotations[lastApplied] != "" || slim.ManagedFields != nil:
+	case slim.Annotations["kubectl.kubernetes.io/last-applied-configuration"] != "" || slim.ManagedFields != nil:
 		t.Fatal("kept the last-applied annotation or managedFields")
 	case slim.Spec.Source != nil || slim.Status.History != nil:
 		t.Fatal("kept sources or history")

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kick-operator/kick/gitops"
 )
 
 // maxConditionMessage bounds a cached condition message. Flux messages can
@@ -39,7 +41,7 @@ func trimKustomization(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	out := &kustomizev1.Kustomization{TypeMeta: k.TypeMeta, ObjectMeta: trimMeta(k.ObjectMeta)}
+	out := &kustomizev1.Kustomization{TypeMeta: k.TypeMeta, ObjectMeta: gitops.SlimMeta(k.ObjectMeta, false)}
 	out.Spec.Suspend = k.Spec.Suspend
 	out.Status.ObservedGeneration = k.Status.ObservedGeneration
 	out.Status.Conditions = trimConditions(k.Status.Conditions)
@@ -61,7 +63,7 @@ func trimHelmRelease(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	out := &helmv2.HelmRelease{TypeMeta: h.TypeMeta, ObjectMeta: trimMeta(h.ObjectMeta)}
+	out := &helmv2.HelmRelease{TypeMeta: h.TypeMeta, ObjectMeta: gitops.SlimMeta(h.ObjectMeta, false)}
 	out.Spec.Suspend = h.Spec.Suspend
 	out.Status.ObservedGeneration = h.Status.ObservedGeneration
 	out.Status.Conditions = trimConditions(h.Status.Conditions)
@@ -74,18 +76,6 @@ func trimHelmRelease(obj any) (any, error) {
 		}
 	}
 	return out, nil
-}
-
-func trimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
-	return metav1.ObjectMeta{
-		Name:              m.Name,
-		Namespace:         m.Namespace,
-		UID:               m.UID,
-		ResourceVersion:   m.ResourceVersion,
-		Generation:        m.Generation,
-		CreationTimestamp: m.CreationTimestamp,
-		DeletionTimestamp: m.DeletionTimestamp,
-	}
 }
 
 func trimConditions(conds []metav1.Condition) []metav1.Condition {

@@ -181,7 +181,7 @@ func (d *Driver) create(ctx context.Context, kind kickv1alpha1.TargetKind, obj c
 // annotate records a change the request must answer; for a finished
 // request this reopens it (the reconciler sees the newer change).
 func (d *Driver) annotate(ctx context.Context, kr *kickv1alpha1.KickRequest, changed freshness.Change) error {
-	known := changeAnnotation(kr)
+	known := AnnotatedChange(kr)
 	if !newerChange(changed, known) {
 		d.wake(ctx, kr)
 		return nil

@@ -49,7 +49,7 @@ func LatestChangeOf(ctx context.Context, c client.Reader, w client.Object, p *ki
 			}
 			return freshness.Change{}, err
 		}
-		change := recordedChange(&rec.Spec)
+		change := RecordedChange(&rec.Spec)
 		if change.IsZero() || (!change.Earliest.After(latest.Earliest) && !change.Latest.After(latest.Latest)) {
 			continue
 		}
@@ -64,8 +64,8 @@ func LatestChangeOf(ctx context.Context, c client.Reader, w client.Object, p *ki
 	return latest, nil
 }
 
-// recordedChange reads the change interval of an observation record.
-func recordedChange(spec *kickv1alpha1.SourceObservationSpec) freshness.Change {
+// RecordedChange reads the change interval of an observation record.
+func RecordedChange(spec *kickv1alpha1.SourceObservationSpec) freshness.Change {
 	if spec.LastRelevantChangeTime == nil {
 		return freshness.Change{}
 	}

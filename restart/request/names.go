@@ -70,10 +70,10 @@ func Name(kind kickv1alpha1.TargetKind, name string) string {
 	return n[:236] + "-" + hex.EncodeToString(sum[:8])
 }
 
-// changeAnnotation parses ChangeAnnotation: "<earliest>" for an exact
+// AnnotatedChange parses ChangeAnnotation: "<earliest>" for an exact
 // change, "<earliest>/<latest>" for one known only to the second. Zero when
 // absent or malformed.
-func changeAnnotation(kr *kickv1alpha1.KickRequest) freshness.Change {
+func AnnotatedChange(kr *kickv1alpha1.KickRequest) freshness.Change {
 	v, ok := kr.Annotations[ChangeAnnotation]
 	if !ok {
 		return freshness.Change{}

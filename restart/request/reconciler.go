@@ -215,7 +215,7 @@ func (s *step) run(ctx context.Context) (ctrl.Result, error) {
 	}
 	// The records are the durable truth; the annotation carries a change
 	// the cache may not show yet, or one handed over by a duplicate.
-	s.latest = latest(recorded, changeAnnotation(s.kr))
+	s.latest = latest(recorded, AnnotatedChange(s.kr))
 	if m := kickv1alpha1.NewNanoTime(s.latest.Latest).CeilMicro(); !s.latest.IsZero() && m.After(microTime(st.LatestObservedDependencyChange)) {
 		st.LatestObservedDependencyChange = &m
 	}
@@ -271,7 +271,7 @@ func (s *step) staleAgain(ctx context.Context) (reopenVerdict, error) {
 		return reopenVerdict{}, err
 	}
 	reported := microTime(s.kr.Status.LatestObservedDependencyChange)
-	changed := latest(recorded, changeAnnotation(s.kr))
+	changed := latest(recorded, AnnotatedChange(s.kr))
 	if s.kr.Status.Phase == kickv1alpha1.PhaseDryRun && !changed.Latest.After(reported) {
 		return notReopened(kickv1alpha1.ReasonNoNewerChange, "the dry run already reported the latest change"), nil
 	}
@@ -309,7 +309,7 @@ func (s *step) answerChange(v reopenVerdict) {
 // KICK's own clock), kept in the change annotation so it survives restarts.
 // The target then restarts unless a rollout started after that moment.
 func (s *step) recordManualRequest(ctx context.Context) error {
-	if !isManual(s.kr) || !changeAnnotation(s.kr).IsZero() {
+	if !isManual(s.kr) || !AnnotatedChange(s.kr).IsZero() {
 		return nil
 	}
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ChangeAnnotation, formatChange(freshness.At(s.now)))
@@ -370,12 +370,12 @@ func (s *step) coalesce(ctx context.Context) (bool, error) {
 	if older(s.kr, first) {
 		return false, nil
 	}
-	if newerChange(s.latest, changeAnnotation(first)) {
+	if newerChange(s.latest, AnnotatedChange(first)) {
 		patch := client.MergeFrom(first.DeepCopy())
 		if first.Annotations == nil {
 			first.Annotations = map[string]string{}
 		}
-		first.Annotations[ChangeAnnotation] = formatChange(latest(s.latest, changeAnnotation(first)))
+		first.Annotations[ChangeAnnotation] = formatChange(latest(s.latest, AnnotatedChange(first)))
 		if err := s.r.Client.Patch(ctx, first, patch); err != nil && !apierrors.IsNotFound(err) {
 			return false, err
 		}

@@ -13,7 +13,7 @@ BIN       := $(ROOT)/bin
 K8S_BIN   := $(BIN)/k8s
 GO        ?= go
 # Packages that need no cluster: everything outside integration/.
-UNIT_PKGS  = $(shell $(GO) list ./... | grep -v '/integration')
+UNIT_PKGS  = $(shell GOTOOLCHAIN=$(GOTOOLCHAIN) $(GO) list ./... | grep -v '/integration')
 
 CONTROLLER_GEN := $(BIN)/controller-gen
 # RBAC: the core role comes from these packages; each optional integration
@@ -60,10 +60,11 @@ generate: $(CONTROLLER_GEN) ## deepcopy, CRDs (deploy/crds) and RBAC (deploy/rba
 	cp deploy/rbac/role.yaml $(CHART)/files/rbac/core.yaml
 	@for i in $(INTEGRATIONS); do name=$${i%%=*}; cp deploy/rbac/$$name/role.yaml $(CHART)/files/rbac/$$name.yaml; done
 	@for name in $(COMPONENTS); do cp deploy/rbac/$$name/role.yaml deploy/components/$$name/role.yaml; done
+	$(GO) run ./hack/apidocs -crds deploy/crds -out docs/reference/api.md
 
 .PHONY: verify-generated
 verify-generated: generate ## fail when generated files differ from what is committed
-	@if ! git diff --quiet -- api deploy || [ -n "$$(git status --porcelain --untracked-files=all -- api deploy)" ]; then \
+	@if ! git diff --quiet -- api deploy docs/reference/api.md || [ -n "$$(git status --porcelain --untracked-files=all -- api deploy docs/reference/api.md)" ]; then \
 		echo "generated files are stale; run 'make generate' and commit the result:"; \
 		git status --porcelain --untracked-files=all -- api deploy; git --no-pager diff --stat -- api deploy; exit 1; fi
 	@echo "generated files are up to date"

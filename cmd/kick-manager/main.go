@@ -109,6 +109,7 @@ func run() error {
 		},
 		Metrics:                       metricsserver.Options{BindAddress: opts.metricsAddr},
 		HealthProbeBindAddress:        opts.probeAddr,
+		PprofBindAddress:              opts.pprofAddr,
 		LeaderElection:                opts.leaderElect,
 		LeaderElectionID:              "kick-manager.kick.corewire.io",
 		LeaderElectionNamespace:       opts.namespace,

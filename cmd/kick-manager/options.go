@@ -15,6 +15,7 @@ import (
 type options struct {
 	metricsAddr        string
 	probeAddr          string
+	pprofAddr          string
 	leaderElect        bool
 	namespace          string
 	maxConcurrent      int
@@ -48,6 +49,7 @@ func defaultNamespace() string {
 func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address the /metrics endpoint binds to; 0 disables it")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz endpoints bind to")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "address a Go pprof endpoint binds to, for profiling (empty: off)")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader so only one replica acts (the manifests turn it on)")
 	fs.StringVar(&o.namespace, "namespace", defaultNamespace(), "the manager's own namespace: leader-election lease and fingerprint key Secret live here (default $POD_NAMESPACE, else kick-system)")
 	fs.IntVar(&o.maxConcurrent, "max-concurrent-reconciles", 8, "workers per controller")

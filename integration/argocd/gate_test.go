@@ -198,3 +198,36 @@ func TestSyncState(t *testing.T) {
 		s.restarted("degraded")
 	})
 }
+
+// TestAutoPicksArgoCD: provider Auto on a cluster with Argo CD (and Flux)
+// installed resolves an Argo-tracked workload to its Application and
+// applies the Argo CD gate; a workload no GitOps tool manages waits.
+func TestAutoPicksArgoCD(t *testing.T) {
+	s := setup(t, nil)
+	s.project("default")
+
+	t.Run("tracked workload", func(t *testing.T) {
+		t.Parallel()
+		s := s.in(t)
+		s.PatchPolicy("argo", `{"spec":{"gitOps":{"provider":"Auto"}}}`)
+		app := s.app("auto", appSpec{sync: argov1alpha1.SyncStatusCodeOutOfSync})
+		s.workload("auto", tracking("auto", s.NS, "auto"), nil)
+		s.change("auto")
+		kr := s.waitGate("auto", kickv1alpha1.PhaseWaitingForApplicationSync, kickv1alpha1.GateOwnerOutOfSync, "is OutOfSync, not Synced")
+		if kr.Status.Provider != kickv1alpha1.ProviderArgoCD {
+			t.Fatalf("provider %q, want Auto to have picked ArgoCD", kr.Status.Provider)
+		}
+		s.owner(kr, s.Argo, "auto", "default")
+		s.updateApp(app, func(a *argov1alpha1.Application) { a.Status.Sync.Status = synced })
+		s.restarted("auto")
+	})
+	t.Run("unmanaged workload", func(t *testing.T) {
+		t.Parallel()
+		s := s.in(t)
+		s.PatchPolicy("argo", `{"spec":{"gitOps":{"provider":"Auto"}}}`)
+		s.workload("loose", nil, nil)
+		s.change("loose")
+		s.waitGate("loose", kickv1alpha1.PhaseWaitingForGate, kickv1alpha1.GateProviderUnavailable, "found no GitOps owner")
+		s.notRestarted("loose")
+	})
+}

@@ -100,7 +100,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)})
 	for _, kind := range opts.Kinds.Objects() {
-		b = b.Watches(kind, toRequests)
+		b = b.Watches(kind, lowPriority(toRequests))
 	}
 	for _, w := range opts.Wakes {
 		b = b.Watches(w.Object, wakeHandler(mgr.GetClient(), w))

@@ -1,7 +1,6 @@
 package kubectlkick
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -15,42 +14,26 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/integration/cluster"
 )
 
-// policy creates a KickPolicy from its spec in YAML.
-func (f *fx) policy(name, spec string) {
-	f.t.Helper()
-	p := &kickv1alpha1.KickPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := yaml.UnmarshalStrict([]byte(spec), &p.Spec); err != nil {
-		f.t.Fatal(err)
-	}
-	f.create(p)
-}
-
-func (f *fx) secret(name, value string) {
-	f.t.Helper()
-	f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, StringData: map[string]string{"password": value}})
-}
-
 // rotate changes a Secret's data.
 func (f *fx) rotate(name, value string) {
-	f.t.Helper()
+	f.T.Helper()
 	patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"stringData":{"password":%q}}`, value)))
-	if err := f.env.Client.Patch(f.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name}}, patch); err != nil {
-		f.t.Fatal(err)
+	if err := f.Env.Client.Patch(f.Ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.NS, Name: name}}, patch); err != nil {
+		f.T.Fatal(err)
 	}
 }
 
 // waitRequest waits until the KickRequest exists and cond holds for it.
 func (f *fx) waitRequest(name, what string, cond func(*kickv1alpha1.KickRequest) bool) *kickv1alpha1.KickRequest {
-	f.t.Helper()
+	f.T.Helper()
 	var kr kickv1alpha1.KickRequest
-	cluster.Eventually(f.t, 60*time.Second, "kickrequest/"+name+" "+what, func() (bool, error) {
-		if err := f.env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: name}, &kr); err != nil {
+	cluster.Eventually(f.T, 60*time.Second, "kickrequest/"+name+" "+what, func() (bool, error) {
+		if err := f.Env.Client.Get(f.Ctx, client.ObjectKey{Namespace: f.NS, Name: name}, &kr); err != nil {
 			return false, err
 		}
 		return cond(&kr), fmt.Errorf("phase %q, gate %+v", kr.Status.Phase, kr.Status.Gate)
@@ -60,11 +43,11 @@ func (f *fx) waitRequest(name, what string, cond func(*kickv1alpha1.KickRequest)
 
 // record returns the observation record of a Secret once it exists.
 func (f *fx) record(secret string, cond func(*kickv1alpha1.SourceObservation) bool) *kickv1alpha1.SourceObservation {
-	f.t.Helper()
+	f.T.Helper()
 	var rec kickv1alpha1.SourceObservation
 	name := kickv1alpha1.ObservationName("Secret", secret)
-	cluster.Eventually(f.t, 60*time.Second, "the observation record of Secret "+secret, func() (bool, error) {
-		if err := f.env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: name}, &rec); err != nil {
+	cluster.Eventually(f.T, 60*time.Second, "the observation record of Secret "+secret, func() (bool, error) {
+		if err := f.Env.Client.Get(f.Ctx, client.ObjectKey{Namespace: f.NS, Name: name}, &rec); err != nil {
 			return false, err
 		}
 		return cond(&rec), fmt.Errorf("record %+v", rec.Spec)
@@ -97,7 +80,7 @@ func noSecrets(t *testing.T, out string, fingerprints ...string) {
 // labelled app=<app> that mount the Secret, and waits until both have
 // rolled out.
 func (f *fx) otherKinds(app, secret string) {
-	f.t.Helper()
+	f.T.Helper()
 	labels := map[string]string{"app": app}
 	tmpl := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: labels},
@@ -107,22 +90,22 @@ func (f *fx) otherKinds(app, secret string) {
 			Volumes: []corev1.Volume{{Name: "db", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}}},
 		},
 	}
-	f.create(&appsv1.StatefulSet{
+	f.Create(&appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: app + "-sts", Labels: labels},
 		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To(int32(1)), ServiceName: app + "-sts",
 			Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: tmpl},
 	})
-	f.create(&appsv1.DaemonSet{
+	f.Create(&appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Name: app + "-ds", Labels: labels},
 		Spec:       appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: tmpl},
 	})
-	cluster.Eventually(f.t, 60*time.Second, "StatefulSet and DaemonSet "+app+" to roll out", func() (bool, error) {
+	cluster.Eventually(f.T, 60*time.Second, "StatefulSet and DaemonSet "+app+" to roll out", func() (bool, error) {
 		var sts appsv1.StatefulSet
 		var ds appsv1.DaemonSet
-		if err := f.env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: app + "-sts"}, &sts); err != nil {
+		if err := f.Env.Client.Get(f.Ctx, client.ObjectKey{Namespace: f.NS, Name: app + "-sts"}, &sts); err != nil {
 			return false, err
 		}
-		if err := f.env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: app + "-ds"}, &ds); err != nil {
+		if err := f.Env.Client.Get(f.Ctx, client.ObjectKey{Namespace: f.NS, Name: app + "-ds"}, &ds); err != nil {
 			return false, err
 		}
 		ok := sts.Status.ObservedGeneration == sts.Generation && sts.Status.ReadyReplicas == 1 && sts.Status.UpdatedReplicas == 1 &&
@@ -134,7 +117,7 @@ func (f *fx) otherKinds(app, secret string) {
 
 func TestExplain(t *testing.T) {
 	env := cluster.Get(t)
-	f := &fx{t: t, env: env, ns: env.Namespace(t), ctx: context.Background(), bin: cluster.Binary(t, "kubectl-kick")}
+	f := newFx(t)
 	env.StartManager(t, "kick-system")
 
 	// A Deny window that started a minute ago and ends in two hours, read
@@ -142,14 +125,14 @@ func TestExplain(t *testing.T) {
 	start := time.Now().UTC().Truncate(time.Minute).Add(-time.Minute)
 	denyUntil := start.Add(2 * time.Hour)
 
-	f.policy("plain", "discovery: {workloadSelector: {matchLabels: {app: fresh}}}\nrestart: {minInterval: 0s}")
-	f.policy("dry", "discovery: {workloadSelector: {matchLabels: {app: stale}}}\ndryRun: true")
-	f.policy("gated", fmt.Sprintf("discovery: {workloadSelector: {matchLabels: {app: gated}}}\n"+
+	f.Policy("plain", "discovery: {workloadSelector: {matchLabels: {app: fresh}}}\nrestart: {minInterval: 0s}")
+	f.Policy("dry", "discovery: {workloadSelector: {matchLabels: {app: stale}}}\ndryRun: true")
+	f.Policy("gated", fmt.Sprintf("discovery: {workloadSelector: {matchLabels: {app: gated}}}\n"+
 		"schedule: {windows: [{type: Deny, cron: \"%d %d * * *\", duration: 2h, timeZone: UTC}]}", start.Minute(), start.Hour()))
-	f.policy("b", "discovery: {workloadSelector: {matchLabels: {app: contested}}}")
-	f.policy("a", "discovery: {workloadSelector: {matchLabels: {app: contested}}}")
+	f.Policy("b", "discovery: {workloadSelector: {matchLabels: {app: contested}}}")
+	f.Policy("a", "discovery: {workloadSelector: {matchLabels: {app: contested}}}")
 	for _, app := range []string{"fresh", "stale", "gated", "lonely", "contested"} {
-		f.secret(app+"-db", "alpha")
+		f.Secret(app+"-db", map[string]string{"password": "alpha"}, nil)
 	}
 	for _, app := range []string{"fresh", "stale", "gated", "lonely", "contested"} {
 		f.deployment(app, app+"-db")
@@ -162,7 +145,7 @@ func TestExplain(t *testing.T) {
 		t.Fatalf("explain of a fresh workload = %d, want 0", code)
 	}
 	mustContain(t, "explain deployment/fresh", out,
-		"Workload:       Deployment "+f.ns+"/fresh\n",
+		"Workload:       Deployment "+f.NS+"/fresh\n",
 		"KickPolicy:     plain\n",
 		"Secret/fresh-db  containers[app].envFrom  in scope  changed ",
 		"(baseline: the source's last write",
@@ -268,9 +251,9 @@ func TestExplain(t *testing.T) {
 		t.Fatalf("explain of an unselected workload = %d, want 0", code)
 	}
 	mustContain(t, "explain deployment/lonely", out,
-		"KickPolicy:     not selected by any KickPolicy in "+f.ns+"\n",
+		"KickPolicy:     not selected by any KickPolicy in "+f.NS+"\n",
 		"Gate:           not evaluated",
-		"Summary:        cannot assess: not selected by any KickPolicy in "+f.ns+"; KICK does not manage it\n")
+		"Summary:        cannot assess: not selected by any KickPolicy in "+f.NS+"; KICK does not manage it\n")
 	code, out, _ = f.kick("explain", "deployment/contested")
 	if code != 0 {
 		t.Fatalf("explain of a contested workload = %d, want 0", code)
@@ -285,11 +268,11 @@ func TestExplain(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{[]string{"explain", "deployment/nope"}, 1, "kubectl kick: deployment/nope not found in namespace " + f.ns + "\n"},
-		{[]string{"explain", "sts/nope"}, 1, "statefulset/nope not found in namespace " + f.ns},
+		{[]string{"explain", "deployment/nope"}, 1, "kubectl kick: deployment/nope not found in namespace " + f.NS + "\n"},
+		{[]string{"explain", "sts/nope"}, 1, "statefulset/nope not found in namespace " + f.NS},
 		{[]string{"explain", "rollout/canary"}, 1, "explain does not support kind Rollout"},
-		{[]string{"explain", "deployment/fresh", "--as", "system:serviceaccount:" + f.ns + ":nobody"}, 1,
-			`permission denied: you need "get" on deployments.apps in namespace ` + f.ns},
+		{[]string{"explain", "deployment/fresh", "--as", "system:serviceaccount:" + f.NS + ":nobody"}, 1,
+			`permission denied: you need "get" on deployments.apps in namespace ` + f.NS},
 		{[]string{"explain"}, 2, "explain needs KIND/NAME"},
 		{[]string{"explain", "cronjob/web"}, 2, `unknown kind "cronjob"`},
 		{[]string{"explain", "deployment/fresh", "-o", "yaml"}, 2, `unknown output format "yaml"`},
@@ -306,10 +289,10 @@ func TestExplain(t *testing.T) {
 // and restart --wait reports that instead of waiting for the timeout.
 func TestRestartWaitReportsANotReopenedRequest(t *testing.T) {
 	env := cluster.Get(t)
-	f := &fx{t: t, env: env, ns: env.Namespace(t), ctx: context.Background(), bin: cluster.Binary(t, "kubectl-kick")}
+	f := newFx(t)
 	env.StartManager(t, "kick-system")
-	f.policy("web-only", "discovery: {workloadSelector: {matchLabels: {app: web}}}\nrestart: {minInterval: 0s}")
-	f.secret("db", "alpha")
+	f.Policy("web-only", "discovery: {workloadSelector: {matchLabels: {app: web}}}\nrestart: {minInterval: 0s}")
+	f.Secret("db", map[string]string{"password": "alpha"}, nil)
 	f.deployment("web", "db")
 	f.deployment("other", "db")
 
@@ -320,7 +303,7 @@ func TestRestartWaitReportsANotReopenedRequest(t *testing.T) {
 	began := time.Now()
 	code, out, errOut := f.kick("restart", "deployment/other", "--wait", "--timeout", "90s")
 	if code != 1 || !strings.Contains(out, "reopened") ||
-		!strings.Contains(errOut, "restart of deployment/other failed: KICK did not reopen kickrequest/deployment-other (it stays Failed): NotSelected: no KickPolicy in namespace "+f.ns+" selects Deployment/other") {
+		!strings.Contains(errOut, "restart of deployment/other failed: KICK did not reopen kickrequest/deployment-other (it stays Failed): NotSelected: no KickPolicy in namespace "+f.NS+" selects Deployment/other") {
 		t.Fatalf("second restart of an unselected workload = %d, want 1 reporting the declined reopen", code)
 	}
 	if took := time.Since(began); took > 45*time.Second {
@@ -334,12 +317,12 @@ func TestRestartWaitReportsANotReopenedRequest(t *testing.T) {
 	}
 	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)
 	patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":%q}}}}}`, future)))
-	if err := env.Client.Patch(f.ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "web"}}, patch); err != nil {
+	if err := env.Client.Patch(f.Ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: f.NS, Name: "web"}}, patch); err != nil {
 		t.Fatal(err)
 	}
 	cluster.Eventually(t, 60*time.Second, "the second rollout of web to complete", func() (bool, error) {
 		var d appsv1.Deployment
-		if err := env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "web"}, &d); err != nil {
+		if err := env.Client.Get(f.Ctx, client.ObjectKey{Namespace: f.NS, Name: "web"}, &d); err != nil {
 			return false, err
 		}
 		return cluster.DeploymentAvailable(&d) && f.replicaSets("web") == 3, fmt.Errorf("status %+v", d.Status)

@@ -6,24 +6,22 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/integration/cluster"
+	"github.com/kick-operator/kick/integration/fixture"
 )
 
 func TestMain(m *testing.M) {
@@ -33,73 +31,46 @@ func TestMain(m *testing.M) {
 	})
 }
 
+// fx is the shared end-to-end fixture plus the kubectl-kick binary.
 type fx struct {
-	t   *testing.T
-	env *cluster.Env
-	ns  string
-	ctx context.Context
+	*fixture.F
 	bin string
 }
 
-func (f *fx) create(obj client.Object) {
-	f.t.Helper()
-	obj.SetNamespace(f.ns)
-	if err := f.env.Client.Create(f.ctx, obj); err != nil {
-		f.t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
-	}
+func newFx(t *testing.T) *fx {
+	env := cluster.Get(t)
+	return &fx{F: &fixture.F{T: t, Env: env, NS: env.Namespace(t), Ctx: context.Background()}, bin: cluster.Binary(t, "kubectl-kick")}
 }
 
+// deployment creates a one-replica Deployment consuming a Secret and waits
+// until it is available.
 func (f *fx) deployment(name, secret string) {
-	f.t.Helper()
-	labels := map[string]string{"app": name}
-	c := corev1.Container{Name: "app", Image: "registry.k8s.io/pause:3.10", EnvFrom: []corev1.EnvFromSource{
-		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: secret}}},
-	}}
-	f.create(&appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(int32(1)),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{c}}},
-		},
-	})
-	cluster.Eventually(f.t, 60*time.Second, "Deployment "+name+" to become available", func() (bool, error) {
-		var d appsv1.Deployment
-		if err := f.env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: name}, &d); err != nil {
-			return false, err
-		}
-		return cluster.DeploymentAvailable(&d), fmt.Errorf("status %+v", d.Status)
-	})
+	f.T.Helper()
+	f.Deployment(name, 1, fixture.PodSpec(secret))
+	f.WaitAvailable(name)
 }
 
-func (f *fx) replicaSets(deployment string) int {
-	f.t.Helper()
-	var list appsv1.ReplicaSetList
-	if err := f.env.Client.List(f.ctx, &list, client.InNamespace(f.ns), client.MatchingLabels{"app": deployment}); err != nil {
-		f.t.Fatal(err)
-	}
-	return len(list.Items)
-}
+func (f *fx) replicaSets(deployment string) int { return len(f.ReplicaSets(deployment)) }
 
 func (f *fx) request(name string) *kickv1alpha1.KickRequest {
-	f.t.Helper()
-	var kr kickv1alpha1.KickRequest
-	if err := f.env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: name}, &kr); err != nil {
-		f.t.Fatal(err)
+	f.T.Helper()
+	kr, err := f.Request(name)
+	if err != nil {
+		f.T.Fatal(err)
 	}
-	return &kr
+	return kr
 }
 
 // kick runs kubectl-kick in the test namespace and returns its exit code
 // and output.
 func (f *fx) kick(args ...string) (int, string, string) {
-	f.t.Helper()
-	ctx, cancel := context.WithTimeout(f.ctx, 3*time.Minute)
+	f.T.Helper()
+	ctx, cancel := context.WithTimeout(f.Ctx, 3*time.Minute)
 	defer cancel()
 	// The subcommand goes first; -A replaces the test namespace.
-	full := append([]string{args[0], "--kubeconfig", f.env.Cluster.Kubeconfig}, args[1:]...)
+	full := append([]string{args[0], "--kubeconfig", f.Env.Cluster.Kubeconfig}, args[1:]...)
 	if !slices.Contains(args, "-A") {
-		full = append(full, "-n", f.ns)
+		full = append(full, "-n", f.NS)
 	}
 	cmd := exec.CommandContext(ctx, f.bin, full...)
 	var out, errOut bytes.Buffer
@@ -111,23 +82,23 @@ func (f *fx) kick(args ...string) (int, string, string) {
 	case errors.As(err, &exit):
 		code = exit.ExitCode()
 	case err != nil:
-		f.t.Fatalf("kubectl-kick %v: %v", args, err)
+		f.T.Fatalf("kubectl-kick %v: %v", args, err)
 	}
-	f.t.Logf("kubectl-kick %s -> %d\nstdout:\n%sstderr:\n%s", strings.Join(args, " "), code, out.String(), errOut.String())
+	f.T.Logf("kubectl-kick %s -> %d\nstdout:\n%sstderr:\n%s", strings.Join(args, " "), code, out.String(), errOut.String())
 	return code, out.String(), errOut.String()
 }
 
 func TestRestartAndList(t *testing.T) {
 	env := cluster.Get(t)
-	f := &fx{t: t, env: env, ns: env.Namespace(t), ctx: context.Background(), bin: cluster.Binary(t, "kubectl-kick")}
+	f := newFx(t)
 	env.StartManager(t, "kick-system")
 
 	policy := &kickv1alpha1.KickPolicy{ObjectMeta: metav1.ObjectMeta{Name: "web-only"}}
 	if err := yaml.UnmarshalStrict([]byte("discovery: {workloadSelector: {matchLabels: {app: web}}}\nrestart: {minInterval: 0s}"), &policy.Spec); err != nil {
 		t.Fatal(err)
 	}
-	f.create(policy)
-	f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db"}, StringData: map[string]string{"password": "alpha"}})
+	f.Create(policy)
+	f.Create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db"}, StringData: map[string]string{"password": "alpha"}})
 	f.deployment("web", "db")
 	f.deployment("other", "db")
 
@@ -173,7 +144,7 @@ func TestRestartAndList(t *testing.T) {
 
 	// Suspended policy: the request waits, the CLI gives up with exit 2.
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":true}}`))
-	if err := env.Client.Patch(f.ctx, &kickv1alpha1.KickPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "web-only"}}, patch); err != nil {
+	if err := env.Client.Patch(f.Ctx, &kickv1alpha1.KickPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: f.NS, Name: "web-only"}}, patch); err != nil {
 		t.Fatal(err)
 	}
 	code, _, errOut = f.kick("restart", "deployment/web", "--wait", "--timeout", "2s")
@@ -187,8 +158,8 @@ func TestRestartAndList(t *testing.T) {
 	}
 
 	// Without RBAC on KickRequests: exit 2 naming the missing permission.
-	code, _, errOut = f.kick("restart", "deployment/web", "--as", "system:serviceaccount:"+f.ns+":nobody")
-	if code != 2 || !strings.Contains(errOut, `permission denied: you need "get" on kickrequests.kick.corewire.io in namespace `+f.ns) {
+	code, _, errOut = f.kick("restart", "deployment/web", "--as", "system:serviceaccount:"+f.NS+":nobody")
+	if code != 2 || !strings.Contains(errOut, `permission denied: you need "get" on kickrequests.kick.corewire.io in namespace `+f.NS) {
 		t.Fatalf("restart without permissions = %d, want 2 naming the missing permission", code)
 	}
 
@@ -199,13 +170,13 @@ func TestRestartAndList(t *testing.T) {
 	}
 	var rows []string
 	for _, line := range strings.Split(out, "\n") {
-		if fields := strings.Fields(line); len(fields) > 0 && fields[0] == f.ns {
+		if fields := strings.Fields(line); len(fields) > 0 && fields[0] == f.NS {
 			rows = append(rows, strings.Join(fields[:5], " "))
 		}
 	}
 	if !strings.HasPrefix(out, "NAMESPACE") || len(rows) != 2 ||
-		rows[0] != f.ns+" deployment-other Deployment other Failed" ||
-		!strings.HasPrefix(rows[1], f.ns+" deployment-web Deployment web ") {
-		t.Fatalf("list -A rows for %s: %q", f.ns, rows)
+		rows[0] != f.NS+" deployment-other Deployment other Failed" ||
+		!strings.HasPrefix(rows[1], f.NS+" deployment-web Deployment web ") {
+		t.Fatalf("list -A rows for %s: %q", f.NS, rows)
 	}
 }

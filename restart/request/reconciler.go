@@ -413,7 +413,7 @@ func (s *step) track(ctx context.Context) (ctrl.Result, bool, error) {
 	}
 	started := mine
 	if !rollout.Complete {
-		s.condition(kickv1alpha1.ConditionRolloutComplete, false, orDefault(rollout.Reason, freshness.RolloutInProgress), rollout.Message)
+		s.progress(orDefault(rollout.Reason, freshness.RolloutInProgress), rollout.Message)
 		elapsed := s.now.Sub(started)
 		if elapsed >= s.r.RolloutTimeout {
 			s.r.Metrics.restart(st.Provider, "failed")
@@ -435,6 +435,18 @@ func (s *step) track(ctx context.Context) (ctrl.Result, bool, error) {
 	s.r.Metrics.restart(st.Provider, "succeeded")
 	s.finish(kickv1alpha1.PhaseSucceeded, "RestartCompleted", fmt.Sprintf("%s rolled out with restart stamp %s", s.targetRef(), marker.RestartedAt))
 	return ctrl.Result{RequeueAfter: s.r.Retention}, true, nil
+}
+
+// progress records an unfinished rollout in the RolloutComplete condition.
+// The message (replica counts) is refreshed only when the reason changes:
+// rewriting the status on every step of every rollout would double KICK's
+// writes during a burst of restarts for detail kubectl rollout status gives.
+func (s *step) progress(reason, message string) {
+	if c := meta.FindStatusCondition(s.kr.Status.Conditions, kickv1alpha1.ConditionRolloutComplete); c != nil &&
+		c.Status == metav1.ConditionFalse && c.Reason == reason && c.ObservedGeneration == s.kr.Generation {
+		return
+	}
+	s.condition(kickv1alpha1.ConditionRolloutComplete, false, reason, message)
 }
 
 // evaluate runs the gate and the freshness check and restarts when both

@@ -137,3 +137,17 @@ func TestProbeWorkloadIntegrations(t *testing.T) {
 		})
 	}
 }
+
+func TestArgoCDTrackingMethodIsValidated(t *testing.T) {
+	for _, method := range []string{"annotation", "label", "annotation+label"} {
+		o := parsed(t, "--argocd-tracking-method", method)
+		if err := o.validate(); err != nil {
+			t.Errorf("%s refused: %v", method, err)
+		}
+	}
+	o := parsed(t, "--argocd-tracking-method", "labels")
+	err := o.validate()
+	if err == nil || !strings.Contains(err.Error(), `--argocd-tracking-method must be annotation, label or annotation+label, got "labels"`) {
+		t.Errorf("a bad tracking method gave %v", err)
+	}
+}

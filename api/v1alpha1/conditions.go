@@ -52,9 +52,6 @@ const (
 	ReasonInvalidSchedule = "InvalidSchedule"
 	// ReasonInvalidTimeZone: a window's timeZone is not a known IANA zone.
 	ReasonInvalidTimeZone = "InvalidTimeZone"
-	// ReasonProviderNotEnabled: the policy selects a GitOps provider whose
-	// integration is disabled or whose CRDs are missing.
-	ReasonProviderNotEnabled = "ProviderNotEnabled"
 	// ReasonSecretNotFound: a referenced Secret does not exist.
 	ReasonSecretNotFound = "SecretNotFound"
 	// ReasonSecretKeyNotFound: a referenced Secret lacks the referenced key.

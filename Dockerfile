@@ -6,9 +6,13 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN go build -trimpath -ldflags "-s -w" -o /out/kick-manager ./cmd/kick-manager
+# Two builds of the manager: kick-manager leaves the Argo CD integration out
+# and hands over to kick-manager-argocd (installed next to it) on clusters
+# that serve Argo CD.
+RUN go build -trimpath -ldflags "-s -w" -tags noargocd -o /out/kick-manager ./cmd/kick-manager && \
+    go build -trimpath -ldflags "-s -w" -o /out/kick-manager-argocd ./cmd/kick-manager
 
 FROM gcr.io/distroless/static:nonroot
-COPY --from=build /out/kick-manager /kick-manager
+COPY --from=build /out/kick-manager /out/kick-manager-argocd /
 USER 65532:65532
 ENTRYPOINT ["/kick-manager"]

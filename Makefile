@@ -35,8 +35,12 @@ help: ## list the targets
 ##@ Build
 
 .PHONY: build
-build: ## build bin/kick-manager, bin/kubectl-kick, bin/kick-devcluster
-	$(GO) build -o $(BIN)/ ./cmd/kick-manager ./cmd/kubectl-kick ./cmd/kick-devcluster
+build: ## build bin/kick-manager (lean), bin/kick-manager-argocd, bin/kubectl-kick, bin/kick-devcluster
+	$(GO) build -o $(BIN)/ ./cmd/kubectl-kick ./cmd/kick-devcluster
+	# The manager twice: kick-manager leaves the Argo CD integration out and
+	# hands over to kick-manager-argocd on clusters that serve Argo CD.
+	$(GO) build -tags noargocd -o $(BIN)/kick-manager ./cmd/kick-manager
+	$(GO) build -o $(BIN)/kick-manager-argocd ./cmd/kick-manager
 
 .PHONY: control-plane
 control-plane: ## build (once, cached under bin/k8s) etcd, kube-apiserver, controller-manager, scheduler, kwok; collect upstream CRDs

@@ -17,9 +17,8 @@ import (
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/gitops"
-	"github.com/kick-operator/kick/gitops/argocd"
 	"github.com/kick-operator/kick/gitops/flux"
-	"github.com/kick-operator/kick/gitops/kargo"
+	"github.com/kick-operator/kick/gitops/kinds"
 	"github.com/kick-operator/kick/restart/csi"
 	"github.com/kick-operator/kick/restart/rollout"
 	"github.com/kick-operator/kick/restart/workload"
@@ -36,8 +35,9 @@ type integrations struct {
 	kargo         bool
 	argoRollouts  bool
 	csi           bool
-	argoOpts      argocd.Options
-	gitops        *gitops.Registry
+	// argoFlags are the --argocd-* settings, read by the Argo CD build.
+	argoFlags options
+	gitops    *gitops.Registry
 }
 
 // kindProbe reports whether the API server serves a kind.
@@ -98,7 +98,7 @@ func probeIntegrations(opts options, probe kindProbe, logSkip func(name string, 
 	}
 
 	if opts.enableArgoCD {
-		missing, err := missingOf(argocd.Kinds...)
+		missing, err := missingOf(kinds.ArgoCD()...)
 		if err != nil {
 			return nil, err
 		}
@@ -106,13 +106,7 @@ func probeIntegrations(opts options, probe kindProbe, logSkip func(name string, 
 			skip(kickv1alpha1.ProviderArgoCD, "Argo CD", *missing)
 		} else {
 			in.argoCD = true
-			in.argoOpts = argocd.Options{
-				Namespace:             opts.argoCDNamespace,
-				ApplicationNamespaces: opts.argoCDAppNSs,
-				TrackingMethod:        opts.argoCDTrackingMethod,
-				InstallationID:        opts.argoCDInstallationID,
-				LabelKey:              opts.argoCDLabelKey,
-			}
+			in.argoFlags = opts
 		}
 	} else {
 		off(kickv1alpha1.ProviderArgoCD, "enable-argocd")
@@ -140,7 +134,7 @@ func probeIntegrations(opts options, probe kindProbe, logSkip func(name string, 
 	}
 
 	if opts.enableKargo {
-		missing, err := missingOf(kargo.Kinds...)
+		missing, err := missingOf(kinds.Kargo()...)
 		if err != nil {
 			return nil, err
 		}
@@ -149,7 +143,7 @@ func probeIntegrations(opts options, probe kindProbe, logSkip func(name string, 
 			skip(kickv1alpha1.ProviderKargo, "Kargo", *missing)
 		case !in.argoCD:
 			in.gitops.MarkUnavailable(kickv1alpha1.ProviderKargo, "the Kargo integration needs the Argo CD integration, which is not active")
-			logSkip("Kargo (needs the Argo CD integration)", argocd.Kinds[0])
+			logSkip("Kargo (needs the Argo CD integration)", kinds.ArgoCDApplication)
 		default:
 			in.kargo = true
 		}
@@ -194,7 +188,7 @@ func (in *integrations) workloads() *workload.Registry {
 // addToScheme registers the types of the active integrations.
 func (in *integrations) addToScheme(s *k8sruntime.Scheme) error {
 	if in.argoCD {
-		if err := argocd.AddToScheme(s); err != nil {
+		if err := addArgoCDToScheme(s); err != nil {
 			return err
 		}
 	}
@@ -219,10 +213,7 @@ func (in *integrations) addToScheme(s *k8sruntime.Scheme) error {
 // cacheOptions adds the per-kind cache settings of the active integrations.
 func (in *integrations) cacheOptions(byObject map[client.Object]cache.ByObject) {
 	if in.argoCD {
-		maps.Copy(byObject, argocd.CacheOptions(in.argoOpts))
-	}
-	if in.kargo {
-		maps.Copy(byObject, kargo.CacheOptions())
+		in.argoCDCacheOptions(byObject)
 	}
 	if in.fluxKustomize || in.fluxHelm {
 		maps.Copy(byObject, flux.CacheOptions(in.fluxOptions()))
@@ -237,17 +228,8 @@ func (in *integrations) fluxOptions() flux.Options {
 // watches) and registers them with the gate registry.
 func (in *integrations) registerProviders(ctx context.Context, mgr ctrl.Manager) error {
 	if in.argoCD {
-		argo, err := argocd.New(ctx, mgr, in.argoOpts)
-		if err != nil {
-			return fmt.Errorf("set up the Argo CD integration: %w", err)
-		}
-		in.gitops.Register(argo)
-		if in.kargo {
-			k, err := kargo.New(ctx, mgr, argo)
-			if err != nil {
-				return fmt.Errorf("set up the Kargo integration: %w", err)
-			}
-			in.gitops.Register(k)
+		if err := in.registerArgoCD(ctx, mgr); err != nil {
+			return err
 		}
 	}
 	if in.fluxKustomize || in.fluxHelm {
@@ -258,4 +240,15 @@ func (in *integrations) registerProviders(ctx context.Context, mgr ctrl.Manager)
 		in.gitops.Register(f)
 	}
 	return nil
+}
+
+// withoutArgoCD turns the Argo CD integration (and Kargo, which builds on it)
+// off after the probe activated it, with the reason its policies report.
+func (in *integrations) withoutArgoCD(reason string) {
+	in.argoCD = false
+	in.gitops.MarkUnavailable(kickv1alpha1.ProviderArgoCD, reason)
+	if in.kargo {
+		in.kargo = false
+		in.gitops.MarkUnavailable(kickv1alpha1.ProviderKargo, "the Kargo integration needs the Argo CD integration, which is not active: "+reason)
+	}
 }

@@ -8,9 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
-	"github.com/kick-operator/kick/gitops/argocd"
 	"github.com/kick-operator/kick/gitops/flux"
-	"github.com/kick-operator/kick/gitops/kargo"
+	"github.com/kick-operator/kick/gitops/kinds"
 	"github.com/kick-operator/kick/restart/csi"
 	"github.com/kick-operator/kick/restart/rollout"
 )
@@ -38,7 +37,7 @@ func served(kinds ...schema.GroupVersionKind) kindProbe {
 }
 
 func TestProbeIntegrations(t *testing.T) {
-	all := append(append([]schema.GroupVersionKind{flux.KustomizationKind, flux.HelmReleaseKind}, argocd.Kinds...), kargo.Kinds...)
+	all := allKinds()
 	cases := []struct {
 		name       string
 		args       []string
@@ -59,7 +58,7 @@ func TestProbeIntegrations(t *testing.T) {
 			}},
 		{name: "only HelmRelease", served: []schema.GroupVersionKind{flux.HelmReleaseKind}, helm: true,
 			skipped: []string{"Argo CD", "Flux Kustomization"}},
-		{name: "kargo without Argo CD", args: []string{"--enable-kargo"}, served: append([]schema.GroupVersionKind{}, kargo.Kinds...),
+		{name: "kargo without Argo CD", args: []string{"--enable-kargo"}, served: kinds.Kargo(),
 			skipped: []string{"Argo CD", "Flux Kustomization", "Flux HelmRelease", "Kargo (needs the Argo CD integration)"},
 			why:     map[kickv1alpha1.GitOpsProvider]string{kickv1alpha1.ProviderKargo: "needs the Argo CD integration"}},
 		{name: "disabled by flag", args: []string{"--enable-argocd=false", "--enable-flux=false"}, served: all,

@@ -83,6 +83,15 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("probe integrations: %w", err)
 	}
+	if active.argoCD && !argoCDLinked {
+		exe, err := os.Executable()
+		if err == nil {
+			log.Info("Argo CD is served: handing over to the build that includes the Argo CD integration", "binary", argoCDBuild)
+			err = handOverToArgoCDBuild(exe, os.Args[1:], os.Environ())
+		}
+		log.Error(err, "the Argo CD integration cannot run; continuing without it")
+		active.withoutArgoCD(fmt.Sprintf("this kick-manager build does not include the Argo CD integration and could not hand over to %s: %v", argoCDBuild, err))
+	}
 
 	scheme := k8sruntime.NewScheme()
 	for _, add := range []func(*k8sruntime.Scheme) error{clientgoscheme.AddToScheme, kickv1alpha1.AddToScheme, active.addToScheme} {
@@ -151,7 +160,7 @@ func run() error {
 		}
 	}()
 
-	log.Info("starting kick-manager", "version", version, "namespace", opts.namespace,
+	log.Info("starting kick-manager", "version", version, "build", buildName, "namespace", opts.namespace,
 		"leaderElection", opts.leaderElect, "maxConcurrentReconciles", opts.maxConcurrent)
 	return mgr.Start(ctx)
 }

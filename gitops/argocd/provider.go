@@ -8,20 +8,17 @@ import (
 	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/gitops"
+	"github.com/kick-operator/kick/gitops/kinds"
 )
 
 // Kinds are the upstream kinds the integration needs; the manager probes
 // them at start-up and skips the integration when one is missing.
-var Kinds = []schema.GroupVersionKind{
-	argov1alpha1.SchemeGroupVersion.WithKind("Application"),
-	argov1alpha1.SchemeGroupVersion.WithKind("AppProject"),
-}
+var Kinds = kinds.ArgoCD()
 
 // Options configure the Argo CD provider.
 type Options struct {

@@ -14,18 +14,19 @@ import (
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/gitops"
 	"github.com/kick-operator/kick/gitops/argocd"
+	"github.com/kick-operator/kick/gitops/kinds"
 )
 
 // The Kargo kinds KICK reads. They are read as unstructured objects: the
 // Kargo Go module is too heavy to import for two fields.
 var (
-	StageKind     = schema.GroupVersionKind{Group: "kargo.akuity.io", Version: "v1alpha1", Kind: "Stage"}
-	PromotionKind = schema.GroupVersionKind{Group: "kargo.akuity.io", Version: "v1alpha1", Kind: "Promotion"}
+	StageKind     = kinds.KargoStage
+	PromotionKind = kinds.KargoPromotion
 )
 
 // Kinds are the upstream kinds the integration needs; the manager probes
 // them at start-up and skips the integration when one is missing.
-var Kinds = []schema.GroupVersionKind{StageKind, PromotionKind}
+var Kinds = kinds.Kargo()
 
 // StageIndex indexes Promotions by the Stage they promote to (spec.stage).
 const StageIndex = "kargo.kick.corewire.io/stage"

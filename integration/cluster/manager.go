@@ -33,6 +33,12 @@ type Manager struct {
 // it is ready. Its log is printed when the test fails.
 func (e *Env) StartManager(t testing.TB, namespace string, args ...string) *Manager {
 	t.Helper()
+	return e.StartManagerBinary(t, Binary(t, "kick-manager"), namespace, args...)
+}
+
+// StartManagerBinary is StartManager with a given kick-manager binary.
+func (e *Env) StartManagerBinary(t testing.TB, binary, namespace string, args ...string) *Manager {
+	t.Helper()
 	e.ensureNamespace(t, namespace)
 	m := &Manager{t: t, done: make(chan struct{})}
 	m.probes, m.metrics = freeAddr(t), freeAddr(t)
@@ -48,7 +54,7 @@ func (e *Env) StartManager(t testing.TB, namespace string, args ...string) *Mana
 		"--metrics-bind-address", m.metrics,
 		"--zap-log-level", "debug",
 	}, args...)
-	m.cmd = exec.Command(Binary(t, "kick-manager"), full...)
+	m.cmd = exec.Command(binary, full...)
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := m.cmd.Start(); err != nil {

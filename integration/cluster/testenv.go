@@ -221,13 +221,24 @@ func Binary(t testing.TB, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(t.TempDir(), name)
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/"+name)
-	cmd.Dir = root
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build %s: %v\n%s", name, err, b)
+	dir := t.TempDir()
+	builds := [][]string{{"-o", filepath.Join(dir, name), "./cmd/" + name}}
+	if name == "kick-manager" {
+		// As `make build` does: the lean manager, and next to it the build
+		// with the Argo CD integration that it hands over to.
+		builds = [][]string{
+			{"-tags", "noargocd", "-o", filepath.Join(dir, name), "./cmd/kick-manager"},
+			{"-o", filepath.Join(dir, "kick-manager-argocd"), "./cmd/kick-manager"},
+		}
 	}
-	return out
+	for _, args := range builds {
+		cmd := exec.Command("go", append([]string{"build"}, args...)...)
+		cmd.Dir = root
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", name, err, b)
+		}
+	}
+	return filepath.Join(dir, name)
 }
 
 // K8sBinDir is where the control-plane binaries (and kubectl) live.

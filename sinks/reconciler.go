@@ -82,7 +82,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Named(ControllerName).
 		// Status writes do not change the generation: only spec changes and deletions count.
 		For(&kickv1alpha1.NotificationPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.policiesUsing))
+		// Metadata only: the handler needs a Secret's name and namespace, and the manager's
+		// cache keeps no Secret content (a typed watch would start an informer holding it).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.policiesUsing), builder.OnlyMetadata)
 	if opts.MaxConcurrentReconciles > 0 {
 		b = b.WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles})
 	}

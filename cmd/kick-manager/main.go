@@ -100,8 +100,8 @@ func run() error {
 		}
 	}
 
-	// The fingerprint key must exist before the cache starts: the cache
-	// transform replaces Secret and ConfigMap data with keyed fingerprints.
+	// The fingerprint key must exist before the source controllers start:
+	// they fingerprint a consumed Secret or ConfigMap when it changes.
 	direct, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return err
@@ -118,8 +118,8 @@ func run() error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
 		Cache: cache.Options{
-			// Secrets and ConfigMaps get their own transform (fingerprint,
-			// last write, no data); everything else drops managedFields.
+			// Secrets and ConfigMaps are cached metadata-only and cut down
+			// to what decisions read; everything else drops managedFields.
 			ByObject:         byObject,
 			DefaultTransform: cache.TransformStripManagedFields(),
 		},
@@ -150,8 +150,8 @@ func run() error {
 		return err
 	}
 
-	// The first LIST of every Secret and ConfigMap leaves garbage behind
-	// (the data the cache transform dropped); hand it back once synced.
+	// The first LIST of every object leaves garbage behind (what the cache
+	// transforms dropped); hand it back once synced.
 	go func() {
 		if mgr.GetCache().WaitForCacheSync(ctx) {
 			synced.Store(true)

@@ -39,6 +39,7 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 	}
 	observer := &observe.SourceReconciler{
 		Client:    mgr.GetClient(),
+		Live:      mgr.GetAPIReader(),
 		Router:    rt,
 		Keys:      keys,
 		IsManaged: request.Managed(mgr.GetClient()),

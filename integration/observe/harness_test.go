@@ -6,7 +6,9 @@ package observe
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -62,8 +65,53 @@ type observer struct {
 	done   chan error
 	once   sync.Once
 
-	mu      sync.Mutex
-	pending []router.SourceChanged // received, not yet claimed by a test assertion
+	mu        sync.Mutex
+	pending   []router.SourceChanged // received, not yet claimed by a test assertion
+	informers []string               // every informer the manager's cache started, see informer
+	liveReads map[string]int         // reads of a source past the cache, by "Kind/name"
+}
+
+// informer names an informer by the object it holds: "metadata:Secret" for a metadata-only
+// informer, the Go type (as "*v1.Secret") for a typed one.
+func informer(obj runtime.Object) string {
+	if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		return "metadata:" + m.GroupVersionKind().Kind
+	}
+	return fmt.Sprintf("%T", obj)
+}
+
+// startedInformers returns the informers the manager's cache started so far.
+func (o *observer) startedInformers() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.informers)
+}
+
+// liveReadsOf returns how often the reconciler read a source past the cache.
+func (o *observer) liveReadsOf(kind, name string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.liveReads[kind+"/"+name]
+}
+
+// countingReader counts the reconciler's reads past the cache.
+type countingReader struct {
+	client.Reader
+	o *observer
+}
+
+func (r countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	kind := fmt.Sprintf("%T", obj)
+	switch obj.(type) {
+	case *corev1.Secret:
+		kind = "Secret"
+	case *corev1.ConfigMap:
+		kind = "ConfigMap"
+	}
+	r.o.mu.Lock()
+	r.o.liveReads[kind+"/"+key.Name]++
+	r.o.mu.Unlock()
+	return r.Reader.Get(ctx, key, obj, opts...)
 }
 
 // startObserver ensures the fingerprint key in keyNS and starts a fresh manager watching ns,
@@ -89,12 +137,19 @@ func startObserverWith(t *testing.T, ns, keyNS string, isManaged observe.Managed
 			t.Fatal(err)
 		}
 	}
+	o := &observer{t: t, keys: keys, reg: prometheus.NewRegistry(), done: make(chan error, 1), liveReads: map[string]int{}}
 	mgr, err := manager.New(env.Config, manager.Options{
 		Scheme:  scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		Cache: cache.Options{
 			ByObject:          observe.NewCacheOptions(keys),
 			DefaultNamespaces: map[string]cache.Config{ns: {}},
+			NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
+				o.mu.Lock()
+				o.informers = append(o.informers, informer(obj))
+				o.mu.Unlock()
+				return toolscache.NewSharedIndexInformer(lw, obj, resync, idx)
+			},
 		},
 		// Several managers run one after another in this process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
@@ -110,8 +165,8 @@ func startObserverWith(t *testing.T, ns, keyNS string, isManaged observe.Managed
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := &observer{t: t, mgr: mgr, keys: keys, sub: sub, reg: prometheus.NewRegistry(), done: make(chan error, 1)}
-	rec := &observe.SourceReconciler{Client: mgr.GetClient(), Router: rt, Keys: keys, IsManaged: isManaged}
+	o.mgr, o.sub = mgr, sub
+	rec := &observe.SourceReconciler{Client: mgr.GetClient(), Live: countingReader{Reader: mgr.GetAPIReader(), o: o}, Router: rt, Keys: keys, IsManaged: isManaged}
 	o.rec = rec
 	if err := rec.SetupWithManager(mgr, observe.Options{MaxConcurrentReconciles: 2, Registerer: o.reg}); err != nil {
 		t.Fatal(err)

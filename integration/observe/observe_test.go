@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/integration/cluster"
+	"github.com/kick-operator/kick/restart/observe"
 	"github.com/kick-operator/kick/router"
 )
 
@@ -83,8 +85,67 @@ func TestSecretBaselineRelevantAndQuietWrites(t *testing.T) {
 	})
 	o.waitObserved("Secret", "MetaOnly", meta+2)
 	o.expectNone("Secret", "db", "identical rewrite")
+
+	// An annotation only.
+	update(t, s, func(s *corev1.Secret) { s.Annotations = map[string]string{"touched": "again"} })
+	o.waitObserved("Secret", "MetaOnly", meta+3)
+	o.expectNone("Secret", "db", "annotation-only change")
 	if rec := record(t, ns, "Secret", "db"); rec.ResourceVersion != recRV {
 		t.Errorf("metadata-only writes rewrote the record (resourceVersion %s -> %s)", recRV, rec.ResourceVersion)
+	}
+	if n := o.observed("Secret", "Relevant"); n != 1 {
+		t.Errorf("one content change classified Relevant %v times", n)
+	}
+}
+
+// TestContentChangeUnderMetadataOnlyCache: with Secrets cached as metadata only, a content
+// change of a consumed Secret is still classified Relevant exactly once, metadata-only
+// changes stay inert, and the Secret is read past the cache only when its resourceVersion
+// moved past its record's.
+func TestContentChangeUnderMetadataOnlyCache(t *testing.T) {
+	env := cluster.Get(t)
+	ns, keyNS := env.Namespace(t), env.Namespace(t)
+	o := startObserver(t, ns, keyNS)
+
+	s := newSecret(ns, "db", map[string]string{"password": "v1"})
+	create(t, s)
+	create(t, deployment(ns, "web", secretEnv("db", "password")))
+	o.expect("Secret", "db", router.ClassBaseline)
+
+	update(t, s, func(s *corev1.Secret) { s.Data["password"] = []byte("v2") })
+	o.expect("Secret", "db", router.ClassRelevant)
+	reads := o.liveReadsOf("Secret", "db")
+
+	// A new consumer re-observes the Secret at the resourceVersion its record was written
+	// for: classified from the record, without reading the Secret again.
+	noChange := o.observed("Secret", "NoChange")
+	create(t, deployment(ns, "api", secretEnv("db", "password")))
+	o.waitObserved("Secret", "NoChange", noChange+1)
+	if got := o.liveReadsOf("Secret", "db"); got != reads {
+		t.Errorf("an unchanged Secret was read past the cache (%d reads, before %d)", got, reads)
+	}
+
+	meta := o.observed("Secret", "MetaOnly")
+	update(t, s, func(s *corev1.Secret) { s.Labels = map[string]string{"tier": "backend"} })
+	o.waitObserved("Secret", "MetaOnly", meta+1)
+	update(t, s, func(s *corev1.Secret) { s.Annotations = map[string]string{"note": "x"} })
+	o.waitObserved("Secret", "MetaOnly", meta+2)
+	o.expectNone("Secret", "db", "metadata-only changes")
+	if n := o.observed("Secret", "Relevant"); n != 1 {
+		t.Errorf("one content change classified Relevant %v times", n)
+	}
+	if rec := record(t, ns, "Secret", "db"); rec.Spec.RelevantFingerprint != o.keys.Secret(s) || rec.Spec.Class != kickv1alpha1.ObservationRelevant {
+		t.Errorf("record %+v", rec.Spec)
+	}
+
+	// The next content change is seen too, once.
+	update(t, s, func(s *corev1.Secret) { s.Data["password"] = []byte("v3") })
+	o.expect("Secret", "db", router.ClassRelevant)
+	update(t, s, func(s *corev1.Secret) { s.Labels = map[string]string{"tier": "barrier"} })
+	o.waitObserved("Secret", "MetaOnly", meta+3)
+	o.expectNone("Secret", "db", "after the second content change")
+	if n := o.observed("Secret", "Relevant"); n != 2 {
+		t.Errorf("two content changes classified Relevant %v times", n)
 	}
 }
 
@@ -100,6 +161,9 @@ func TestUnconsumedSecretGetsNoRecord(t *testing.T) {
 		t.Errorf("a Secret nobody consumes got a record: %+v", rec.Spec)
 	}
 	o.expectNone("Secret", "lonely", "unconsumed Secret")
+	if n := o.liveReadsOf("Secret", "lonely"); n != 0 {
+		t.Errorf("a Secret nobody consumes was read past the cache %d times", n)
+	}
 
 	// A workload that starts consuming it later gives it a baseline, dated from its last write.
 	create(t, deployment(ns, "reader", secretEnv("lonely", "a")))
@@ -221,20 +285,36 @@ func TestCacheHoldsNoSecretData(t *testing.T) {
 		t.Errorf("1 MiB Secret: record %+v", rec)
 	}
 	for _, name := range []string{"db", "big"} {
-		var cached corev1.Secret
-		if err := o.mgr.GetClient().Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &cached); err != nil {
+		cached := observe.SourceMetadata("Secret")
+		if err := o.mgr.GetClient().Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, cached); err != nil {
 			t.Fatal(err)
 		}
-		if len(cached.Data) != 0 || len(cached.StringData) != 0 || len(cached.ManagedFields) != 0 {
-			t.Errorf("cached %s keeps data=%d stringData=%d managedFields=%d", name, len(cached.Data), len(cached.StringData), len(cached.ManagedFields))
+		if cached.UID == "" || cached.ResourceVersion == "" || cached.Name != name {
+			t.Errorf("cached %s lost its identity: %+v", name, cached.ObjectMeta)
 		}
-		if _, ok := cached.Annotations["kubectl.kubernetes.io/last-applied-configuration"]; ok {
-			t.Errorf("cached %s keeps kubectl's last-applied-configuration", name)
+		if len(cached.Annotations) != 0 || len(cached.ManagedFields) != 0 || len(cached.OwnerReferences) != 0 {
+			t.Errorf("cached %s keeps annotations=%d managedFields=%d ownerReferences=%d", name,
+				len(cached.Annotations), len(cached.ManagedFields), len(cached.OwnerReferences))
 		}
-		raw, _ := json.Marshal(&cached)
-		if strings.Contains(string(raw), value) || len(raw) > 4096 {
+		raw, _ := json.Marshal(cached)
+		if strings.Contains(string(raw), value) || len(raw) > 1024 {
 			t.Errorf("cached %s holds content (%d bytes): %.300s", name, len(raw), raw)
 		}
+	}
+	// Secrets and ConfigMaps are only ever watched metadata-only: a typed informer would list
+	// every one of them with its data.
+	var sources []string
+	for _, inf := range o.startedInformers() {
+		switch inf {
+		case "*v1.Secret", "*v1.ConfigMap":
+			t.Errorf("the manager's cache started a typed informer %s", inf)
+		case "metadata:Secret", "metadata:ConfigMap":
+			sources = append(sources, inf)
+		}
+	}
+	slices.Sort(sources)
+	if !slices.Equal(sources, []string{"metadata:ConfigMap", "metadata:Secret"}) {
+		t.Errorf("source informers %v, want one metadata-only informer per kind (all: %v)", sources, o.startedInformers())
 	}
 }
 

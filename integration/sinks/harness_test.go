@@ -26,11 +26,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/integration/cluster"
+	"github.com/kick-operator/kick/restart/observe"
 	"github.com/kick-operator/kick/router"
 	"github.com/kick-operator/kick/sinks"
 )
@@ -61,8 +61,8 @@ type harness struct {
 	seq  int
 }
 
-// start runs the controller until the test ends. The cache strips Secret data, as the
-// manager's does, so the controller has to read Secrets from the API server. When the test
+// start runs the controller until the test ends. The cache holds Secrets as metadata only, as
+// the manager's does, so the controller has to read Secrets from the API server. When the test
 // ends it checks that the sentinel appears in no status, Event or log line.
 func start(t *testing.T, mutate func(*sinks.Options)) *harness {
 	t.Helper()
@@ -76,14 +76,9 @@ func start(t *testing.T, mutate func(*sinks.Options)) *harness {
 	}, funcr.Options{Verbosity: 10})
 	mgr := env.InProcessManager(t, h.ns, func(o *ctrl.Options) {
 		o.Logger = logger
-		// Strip Secret data in the cache, as the real manager does, so the
+		// Cache Secrets metadata-only, as the real manager does, so the
 		// controller has to read Secrets from the API server.
-		o.Cache.ByObject = map[client.Object]cache.ByObject{&corev1.Secret{}: {Transform: func(o any) (any, error) {
-			if s, ok := o.(*corev1.Secret); ok {
-				s.Data, s.StringData = nil, nil
-			}
-			return o, nil
-		}}}
+		o.Cache.ByObject = observe.NewCacheOptions(nil)
 	})
 	h.rt = router.New(router.Options{Registerer: prometheus.NewRegistry()})
 	opts := sinks.Options{Router: h.rt, Registerer: h.reg, StatusInterval: 300 * time.Millisecond, MaxConcurrentReconciles: 2}

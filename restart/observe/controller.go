@@ -3,6 +3,7 @@ package observe
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -41,12 +42,15 @@ func ManageAll(context.Context, client.Object) (bool, func(map[string]string) bo
 // SourceObservation records and publishes router.SourceChanged for Baseline and Relevant
 // observations. Register it with SetupWithManager.
 type SourceReconciler struct {
-	// Client reads from the manager's cache (sources arrive transformed, see NewCacheOptions)
+	// Client reads from the manager's cache (sources as metadata only, see NewCacheOptions)
 	// and writes SourceObservations.
 	Client client.Client
+	// Live reads a source in full, past the cache, when its content must be fingerprinted.
+	// SetupWithManager sets it to mgr.GetAPIReader() when nil; it must not be a cached client.
+	Live client.Reader
 	// Router receives the SourceChanged events.
 	Router router.Publisher
-	// Keys must be the Fingerprinter given to NewCacheOptions.
+	// Keys fingerprints source content.
 	Keys *Fingerprinter
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -63,7 +67,8 @@ type SourceReconciler struct {
 
 // sourceKind describes one observed kind.
 type sourceKind struct {
-	name      string
+	name string
+	// newObject returns an empty typed object, for reading a source in full through Live.
 	newObject func() client.Object
 }
 
@@ -71,6 +76,10 @@ var sourceKinds = []sourceKind{
 	{name: discovery.KindSecret, newObject: func() client.Object { return &corev1.Secret{} }},
 	{name: discovery.KindConfigMap, newObject: func() client.Object { return &corev1.ConfigMap{} }},
 }
+
+// errCacheBehind reports that the source read in full is another object than the cached one
+// (deleted and created again in between): the cache's next event brings it.
+var errCacheBehind = errors.New("observe: the cached source is older than the API server's")
 
 // outcome is what one reconcile did, for the log and the metrics.
 type outcome struct {
@@ -82,9 +91,11 @@ type outcome struct {
 	consumers int
 }
 
-// reconcileSource observes one source.
+// reconcileSource observes one source. Its metadata comes from the cache; its content is read
+// from the API server only when there is something to classify: the source is consumed (or
+// has a record) and its resourceVersion is not the one its record was last written for.
 func (r *SourceReconciler) reconcileSource(ctx context.Context, kind sourceKind, key types.NamespacedName) (outcome, error) {
-	src := kind.newObject()
+	src := SourceMetadata(kind.name)
 	if err := r.Client.Get(ctx, key, src); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Gone: its record goes with it (ownerReference). A source created again
@@ -96,7 +107,6 @@ func (r *SourceReconciler) reconcileSource(ctx context.Context, kind sourceKind,
 	if src.GetDeletionTimestamp() != nil {
 		return outcome{skipped: "Deleting"}, nil
 	}
-	obs := r.observed(kind, src)
 
 	consumers, err := r.consumers(ctx, kind.name, src)
 	if err != nil {
@@ -115,6 +125,10 @@ func (r *SourceReconciler) reconcileSource(ctx context.Context, kind sourceKind,
 	if len(consumers) == 0 && current == nil {
 		// Quiet adoption: only sources that a managed workload consumes get a record.
 		return outcome{skipped: "Unconsumed"}, nil
+	}
+	obs, skipped, err := r.observed(ctx, kind, src, current)
+	if err != nil || skipped != "" {
+		return outcome{skipped: skipped}, err
 	}
 
 	out := outcome{class: Classify(current, obs.Fingerprint, obs.ResourceVersion, obs.KeyID), consumers: len(consumers)}
@@ -159,21 +173,48 @@ func (r *SourceReconciler) reconcileSource(ctx context.Context, kind sourceKind,
 	return out, nil
 }
 
-// observed reads the fingerprint and last-write time that the cache transform stored. An
-// object that did not come through the transform (a cache built without NewCacheOptions, or an
-// ordinary client in a test) is transformed here.
-func (r *SourceReconciler) observed(kind sourceKind, src client.Object) Observed {
-	// src is this reconcile's own copy (client.Get copies out of the cache), so transforming it
-	// in place is safe; an already transformed object is left as it is.
-	_, _ = TransformSources(r.Keys)(src)
+// observed returns what the source holds at (or after) the cached resourceVersion of src.
+//
+// When the record was written for exactly this resourceVersion with the current key, its
+// fingerprint is the source's: nothing is read (the observation classifies as NoChange).
+// Otherwise the source is read in full through Live, at least as new as the cache's copy
+// (resourceVersion "not older than", which the API server answers from its watch cache instead
+// of etcd), fingerprinted, dated (λ) and dropped. A source that disappeared or is being deleted
+// meanwhile is skipped, with the reason.
+func (r *SourceReconciler) observed(ctx context.Context, kind sourceKind, src client.Object, current *kickv1alpha1.SourceObservation) (Observed, string, error) {
 	o := Observed{
 		Source:          kickv1alpha1.ObservedSource{APIVersion: discovery.CoreAPIVersion, Kind: kickv1alpha1.SourceKind(kind.name), Name: src.GetName()},
-		Fingerprint:     CachedFingerprint(src),
 		KeyID:           r.Keys.KeyID(),
 		ResourceVersion: src.GetResourceVersion(),
 	}
-	o.LastWrite, _ = CachedLastWrite(src)
-	return o
+	if current != nil && o.ResourceVersion != "" && current.Spec.LastSeenResourceVersion == o.ResourceVersion &&
+		current.Spec.FingerprintKeyID == o.KeyID {
+		o.Fingerprint = current.Spec.RelevantFingerprint
+		return o, "", nil
+	}
+	if r.Live == nil {
+		return Observed{}, "", errNotSetUp
+	}
+	live := kind.newObject()
+	var opts []client.GetOption
+	if o.ResourceVersion != "" {
+		opts = append(opts, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: o.ResourceVersion}})
+	}
+	if err := r.Live.Get(ctx, client.ObjectKeyFromObject(src), live, opts...); err != nil {
+		if apierrors.IsNotFound(err) {
+			return Observed{}, "NotFound", nil
+		}
+		return Observed{}, "", fmt.Errorf("read %s %s/%s: %w", kind.name, src.GetNamespace(), src.GetName(), err)
+	}
+	switch {
+	case live.GetUID() != src.GetUID():
+		return Observed{}, "", errCacheBehind
+	case live.GetDeletionTimestamp() != nil:
+		return Observed{}, "Deleting", nil
+	}
+	o.ResourceVersion = live.GetResourceVersion()
+	o.Fingerprint, o.LastWrite = content(r.Keys, live)
+	return o, "", nil
 }
 
 // consumers returns the managed workloads in the source's namespace that consume it with the

@@ -2,6 +2,7 @@ package observe
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/discovery"
@@ -49,9 +51,43 @@ func (p *recorder) take() []router.SourceChanged {
 	return ev
 }
 
+// cachedClient is the manager's cached client as the reconciler may use it: a typed Secret or
+// ConfigMap read through it would start a typed informer holding every one of them.
+type cachedClient struct {
+	client.Client
+	t *testing.T
+}
+
+func (c cachedClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	switch obj.(type) {
+	case *corev1.Secret, *corev1.ConfigMap:
+		c.t.Errorf("%T %s read through the cached client", obj, key)
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+// liveReader counts the reads past the cache and the resourceVersion each asked for.
+type liveReader struct {
+	client.Reader
+	rvs []string
+}
+
+func (l *liveReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	o := (&client.GetOptions{}).ApplyOptions(opts)
+	l.rvs = append(l.rvs, o.AsGetOptions().ResourceVersion)
+	return l.Reader.Get(ctx, key, obj, opts...)
+}
+
+func (l *liveReader) take() []string {
+	rvs := l.rvs
+	l.rvs = nil
+	return rvs
+}
+
 type fixture struct {
 	t     *testing.T
 	c     client.Client
+	live  *liveReader
 	pub   *recorder
 	r     *SourceReconciler
 	now   time.Time
@@ -71,8 +107,9 @@ func newFixture(t *testing.T, key []byte, objs ...client.Object) *fixture {
 		b = b.WithIndex(w, discovery.SourceIndex, discovery.IndexFunc)
 	}
 	f := &fixture{t: t, c: b.Build(), pub: &recorder{}, now: time.Date(2026, 5, 1, 12, 0, 0, 987654321, time.UTC), scope: map[string]bool{}}
+	f.live = &liveReader{Reader: f.c}
 	f.r = &SourceReconciler{
-		Client: f.c, Router: f.pub, Keys: NewFingerprinter(key),
+		Client: cachedClient{Client: f.c, t: t}, Live: f.live, Router: f.pub, Keys: NewFingerprinter(key),
 		Now: func() time.Time { return f.now },
 		IsManaged: func(_ context.Context, w client.Object) (bool, func(map[string]string) bool) {
 			if managed, known := f.scope[w.GetName()]; known && !managed {
@@ -146,6 +183,28 @@ func deployment(name string, secrets ...string) *appsv1.Deployment {
 	return d
 }
 
+// rv is the resourceVersion of obj in the fake API server.
+func (f *fixture) rv(obj client.Object) string {
+	f.t.Helper()
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+		f.t.Fatal(err)
+	}
+	return obj.GetResourceVersion()
+}
+
+// expectLive checks that the last reconcile read the source past the cache exactly once, at
+// (not older than) its resourceVersion, or not at all (rv "").
+func (f *fixture) expectLive(what, rv string) {
+	f.t.Helper()
+	got := f.live.take()
+	switch {
+	case rv == "" && len(got) != 0:
+		f.t.Errorf("%s: read the source past the cache (%v)", what, got)
+	case rv != "" && (len(got) != 1 || got[0] != rv):
+		f.t.Errorf("%s: reads past the cache at %v, want one at resourceVersion %s", what, got, rv)
+	}
+}
+
 func TestReconcileLifecycle(t *testing.T) {
 	s := testSecret("db", "v1")
 	f := newFixture(t, testKey, s, deployment("web", "db"), deployment("api", "db"), testSecret("lonely", "x"))
@@ -155,6 +214,7 @@ func TestReconcileLifecycle(t *testing.T) {
 	if out := f.reconcile("Secret", "db"); out.class != Baseline || !out.written || !out.published {
 		t.Fatalf("first reconcile: %+v", out)
 	}
+	f.expectLive("baseline", f.rv(s))
 	rec := f.record("Secret", "db")
 	if rec == nil || !rec.Spec.LastRelevantChangeTime.Equal(lambda) || rec.Spec.Class != kickv1alpha1.ObservationBaseline {
 		t.Fatalf("baseline record: %+v", rec)
@@ -174,10 +234,12 @@ func TestReconcileLifecycle(t *testing.T) {
 	if out := f.reconcile("Secret", "db"); out.class != NoChange || out.written || out.published {
 		t.Errorf("repeat: %+v", out)
 	}
+	f.expectLive("same resourceVersion as the record", "")
 	f.update(s, func() { s.Labels = map[string]string{"x": "y"} })
 	if out := f.reconcile("Secret", "db"); out.class != MetaOnly || out.written || out.published {
 		t.Errorf("label change: %+v", out)
 	}
+	f.expectLive("label change", f.rv(s))
 	if f.record("Secret", "db").ResourceVersion != rv || len(f.pub.take()) != 0 {
 		t.Error("a metadata-only change wrote the record or published")
 	}
@@ -187,6 +249,14 @@ func TestReconcileLifecycle(t *testing.T) {
 	if out := f.reconcile("Secret", "db"); out.class != Relevant || !out.written || !out.published {
 		t.Fatalf("data change: %+v", out)
 	}
+	f.expectLive("data change", f.rv(s))
+	if rec := f.record("Secret", "db"); rec.Spec.LastSeenResourceVersion != s.ResourceVersion || rec.Spec.RelevantFingerprint != f.r.Keys.Secret(s) {
+		t.Errorf("record after the data change: %+v", rec.Spec)
+	}
+	if out := f.reconcile("Secret", "db"); out.class != NoChange {
+		t.Errorf("after the data change: %+v", out)
+	}
+	f.expectLive("after the data change", "")
 	rec = f.record("Secret", "db")
 	if !rec.Spec.LastRelevantChangeTime.Equal(f.now) || rec.Spec.Class != kickv1alpha1.ObservationRelevant {
 		t.Errorf("relevant record: %+v", rec.Spec)
@@ -199,9 +269,41 @@ func TestReconcileLifecycle(t *testing.T) {
 	if out := f.reconcile("Secret", "lonely"); out.skipped != "Unconsumed" || f.record("Secret", "lonely") != nil {
 		t.Errorf("unconsumed source: %+v", out)
 	}
+	f.expectLive("unconsumed source", "")
 	// A missing source: nothing.
 	if out := f.reconcile("Secret", "missing"); out.skipped != "NotFound" {
 		t.Errorf("missing source: %+v", out)
+	}
+	f.expectLive("missing source", "")
+}
+
+// TestReconcileSourceGoneFromTheAPIServer: the cache still has the source, the API server
+// no longer does.
+func TestReconcileSourceGoneFromTheAPIServer(t *testing.T) {
+	f := newFixture(t, testKey, testSecret("db", "v1"), deployment("web", "db"))
+	f.live.Reader = fake.NewClientBuilder().WithScheme(f.c.Scheme()).Build()
+	if out := f.reconcile("Secret", "db"); out.skipped != "NotFound" || out.class != "" || f.record("Secret", "db") != nil {
+		t.Errorf("a source gone from the API server: %+v", out)
+	}
+	if evs := f.pub.take(); len(evs) != 0 {
+		t.Errorf("published %+v", evs)
+	}
+}
+
+// TestReconcileCacheBehind: the API server holds another object of the same name than the
+// cache (deleted and created again): nothing is decided on the mix, the reconcile is retried.
+func TestReconcileCacheBehind(t *testing.T) {
+	f := newFixture(t, testKey, testSecret("db", "v1"), deployment("web", "db"))
+	again := testSecret("db", "v2")
+	again.UID = "uid-db-2"
+	f.live.Reader = fake.NewClientBuilder().WithScheme(f.c.Scheme()).WithObjects(again).Build()
+	_, err := f.r.reconcileSource(context.Background(), sourceKinds[0], types.NamespacedName{Namespace: "ns", Name: "db"})
+	if !errors.Is(err, errCacheBehind) || f.record("Secret", "db") != nil {
+		t.Errorf("err = %v, record %v", err, f.record("Secret", "db"))
+	}
+	res, err := (kindReconciler{r: f.r, kind: sourceKinds[0]}).Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "db"}})
+	if err != nil || res.RequeueAfter == 0 {
+		t.Errorf("Reconcile = %+v, %v; want a quiet requeue", res, err)
 	}
 }
 
@@ -256,11 +358,13 @@ func TestReconcileRebaselinesOnNewKey(t *testing.T) {
 	f.pub.take()
 	before := f.record("Secret", "db").Spec
 
+	f.live.take()
 	f.r.Keys = NewFingerprinter([]byte("a completely different 32b key!!"))
 	f.now = f.now.Add(time.Hour)
 	if out := f.reconcile("Secret", "db"); out.class != Rebaseline || !out.written || out.published {
 		t.Fatalf("after a key change: %+v", out)
 	}
+	f.expectLive("key change at the same resourceVersion", f.rv(s))
 	after := f.record("Secret", "db").Spec
 	if after.FingerprintKeyID == before.FingerprintKeyID || after.RelevantFingerprint == before.RelevantFingerprint ||
 		!after.LastRelevantChangeTime.Equal(before.LastRelevantChangeTime.Time) || after.Class != before.Class {

@@ -71,16 +71,6 @@ func (f *Fingerprinter) ConfigMap(c *corev1.ConfigMap) string {
 	return w.sum()
 }
 
-// seal authenticates the values the transform stored on a cached object, binding them to that
-// object's identity and resourceVersion. See transform.go.
-func (f *Fingerprinter) seal(parts ...string) string {
-	w := f.start("seal")
-	for _, p := range parts {
-		w.str(p)
-	}
-	return w.sum()[:32]
-}
-
 func (f *Fingerprinter) start(kind string) *fpWriter {
 	w := &fpWriter{h: hmac.New(sha256.New, f.key)}
 	w.str(fingerprintVersion)

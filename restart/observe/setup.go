@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	k8sworkqueue "k8s.io/client-go/util/workqueue"
@@ -39,13 +38,15 @@ type Options struct {
 	Registerer prometheus.Registerer
 }
 
-// NewCacheOptions returns the manager cache settings that make Secrets and ConfigMaps enter the
-// cache already transformed (see TransformSources). Merge it into cache.Options.ByObject.
-func NewCacheOptions(f *Fingerprinter) map[client.Object]cache.ByObject {
-	t := TransformSources(f)
+// NewCacheOptions returns the manager cache settings for Secrets and ConfigMaps, which the
+// manager watches metadata-only (see SourceMetadata): their data never reaches the manager
+// through a watch, and the cache keeps only the metadata TransformSourceMetadata leaves.
+// Merge it into cache.Options.ByObject. The Fingerprinter is not needed any more (sources
+// are fingerprinted when the reconciler reads them in full) and may be nil.
+func NewCacheOptions(*Fingerprinter) map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
-		&corev1.Secret{}:    {Transform: t},
-		&corev1.ConfigMap{}: {Transform: t},
+		SourceMetadata(discovery.KindSecret):    {Transform: TransformSourceMetadata},
+		SourceMetadata(discovery.KindConfigMap): {Transform: TransformSourceMetadata},
 	}
 }
 
@@ -54,13 +55,16 @@ func NewCacheOptions(f *Fingerprinter) map[client.Object]cache.ByObject {
 // workload (of every kind in r.Kinds) or a change of its Pod template or labels (so a source that just gained a consumer
 // gets its baseline), on the deletion of a record, and on EnqueueSourcesOf. The manager's field
 // indexer must have discovery.RegisterIndexesFor every kind of r.Kinds, and its cache
-// NewCacheOptions(r.Keys).
+// NewCacheOptions. r.Live defaults to mgr.GetAPIReader().
 func (r *SourceReconciler) SetupWithManager(mgr manager.Manager, opts Options) error {
 	switch {
 	case r.Client == nil || r.Router == nil || r.Keys == nil:
 		return errors.New("observe: SourceReconciler needs Client, Router and Keys")
 	case r.IsManaged == nil:
 		return errors.New("observe: SourceReconciler needs IsManaged (observe.ManageAll manages everything)")
+	}
+	if r.Live == nil {
+		r.Live = mgr.GetAPIReader()
 	}
 	r.metrics = newMetrics(opts.Registerer)
 	r.triggers = make(map[string]chan event.GenericEvent, len(sourceKinds))
@@ -70,7 +74,8 @@ func (r *SourceReconciler) SetupWithManager(mgr manager.Manager, opts Options) e
 		r.triggers[kind.name] = trigger
 		b := builder.ControllerManagedBy(mgr).
 			Named("observe-"+strings.ToLower(kind.name)).
-			For(kind.newObject(), builder.WithPredicates(predicate.Funcs{
+			// Metadata only: a source's content is read from the API server when needed.
+			For(SourceMetadata(kind.name), builder.WithPredicates(predicate.Funcs{
 				// A deleted source's record is garbage-collected with it.
 				DeleteFunc: func(event.DeleteEvent) bool { return false },
 			})).
@@ -176,9 +181,10 @@ type kindReconciler struct {
 
 func (k kindReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	out, err := k.r.reconcileSource(ctx, k.kind, req.NamespacedName)
-	if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {
-		// The cache had not seen our own last write of the record yet;
-		// classify again shortly instead of logging an error and backing off.
+	if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) || errors.Is(err, errCacheBehind) {
+		// The cache had not seen our own last write of the record (or the source's
+		// latest incarnation) yet; classify again shortly instead of logging an error
+		// and backing off.
 		return reconcile.Result{RequeueAfter: 50 * time.Millisecond}, nil
 	}
 	if err == nil {

@@ -5,54 +5,58 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kick-operator/kick/restart/discovery"
 )
 
-// Annotations the cache transform puts on cached Secrets and ConfigMaps. They exist only in the
-// manager's memory, never on the API server.
-const (
-	// FingerprintAnnotation holds the keyed content fingerprint.
-	FingerprintAnnotation = "internal.kick.corewire.io/fingerprint"
-	// LastWriteAnnotation holds λ(s), the latest write the API server recorded (RFC 3339).
-	LastWriteAnnotation = "internal.kick.corewire.io/last-write"
-	// sealAnnotation authenticates the two values above (see transformed).
-	sealAnnotation = "internal.kick.corewire.io/seal"
+// SourceMetadata returns an empty metadata-only object of a source kind ("Secret",
+// "ConfigMap"): what the manager watches, caches and reads of Secrets and ConfigMaps. Reading
+// a typed *corev1.Secret or *corev1.ConfigMap through the manager's cached client instead would
+// make controller-runtime start a second informer that lists every one of them with its data.
+func SourceMetadata(kind string) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: discovery.CoreAPIVersion, Kind: kind}}
+}
 
-	// lastAppliedAnnotation is kubectl's client-side apply record; for a Secret it holds the data.
-	lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
-)
-
-// TransformSources returns a cache transform for Secrets and ConfigMaps: it records the content
-// fingerprint and the last-write time as annotations, then drops data, stringData, binaryData,
-// managedFields and kubectl's last-applied-configuration, so the cache holds no source content.
-// Other objects pass through untouched. The transform is idempotent: an object it already
-// transformed is returned as it is (recognised by a keyed seal, so an annotation copied onto
-// a real object is not mistaken for one).
-func TransformSources(f *Fingerprinter) toolscache.TransformFunc {
-	return func(in any) (any, error) {
-		switch o := in.(type) {
-		case *corev1.Secret:
-			if o == nil {
-				break
-			}
-			if !transformed(f, &o.ObjectMeta) {
-				strip(f, &o.ObjectMeta, f.Secret(o))
-			}
-			if o.Data != nil || o.StringData != nil {
-				o.Data, o.StringData = nil, nil
-			}
-		case *corev1.ConfigMap:
-			if o == nil {
-				break
-			}
-			if !transformed(f, &o.ObjectMeta) {
-				strip(f, &o.ObjectMeta, f.ConfigMap(o))
-			}
-			if o.Data != nil || o.BinaryData != nil {
-				o.Data, o.BinaryData = nil, nil
-			}
+// TransformSourceMetadata is the cache transform of the Secrets and ConfigMaps the manager
+// watches metadata-only. It keeps what decisions read: name, namespace, uid, resourceVersion,
+// labels (policies select sources by label) and deletionTimestamp. Annotations (kubectl's
+// last-applied-configuration may hold a Secret's data), managedFields, ownerReferences,
+// finalizers and timestamps are dropped. The result is a new object, so nothing else of the
+// decoded original stays reachable.
+//
+// Should something start a typed informer for Secrets or ConfigMaps anyway, its objects are
+// reduced the same way and lose their content: data, stringData and binaryData.
+func TransformSourceMetadata(in any) (any, error) {
+	switch o := in.(type) {
+	case *metav1.PartialObjectMetadata:
+		if o == nil {
+			break
 		}
-		return in, nil
+		return &metav1.PartialObjectMetadata{TypeMeta: o.TypeMeta, ObjectMeta: slimMeta(&o.ObjectMeta)}, nil
+	case *corev1.Secret:
+		if o == nil {
+			break
+		}
+		return &corev1.Secret{TypeMeta: o.TypeMeta, ObjectMeta: slimMeta(&o.ObjectMeta), Type: o.Type, Immutable: o.Immutable}, nil
+	case *corev1.ConfigMap:
+		if o == nil {
+			break
+		}
+		return &corev1.ConfigMap{TypeMeta: o.TypeMeta, ObjectMeta: slimMeta(&o.ObjectMeta), Immutable: o.Immutable}, nil
+	}
+	return in, nil
+}
+
+// slimMeta is the part of a source's metadata the cache keeps.
+func slimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:              m.Name,
+		Namespace:         m.Namespace,
+		UID:               m.UID,
+		ResourceVersion:   m.ResourceVersion,
+		Labels:            m.Labels,
+		DeletionTimestamp: m.DeletionTimestamp,
 	}
 }
 
@@ -68,52 +72,18 @@ func LastWrite(m *metav1.ObjectMeta) (time.Time, bool) {
 	return last, !last.IsZero()
 }
 
-// CachedFingerprint returns the fingerprint the cache transform stored on obj, "" if none.
-func CachedFingerprint(obj metav1.Object) string {
-	return obj.GetAnnotations()[FingerprintAnnotation]
-}
-
-// CachedLastWrite returns the last-write time the cache transform stored on obj.
-func CachedLastWrite(obj metav1.Object) (time.Time, bool) {
-	v, ok := obj.GetAnnotations()[LastWriteAnnotation]
-	if !ok {
-		return time.Time{}, false
+// content fingerprints a source read in full and returns its λ(s) (zero when it carries no
+// timestamps). The object is not kept.
+func content(f *Fingerprinter, obj client.Object) (fingerprint string, lastWrite time.Time) {
+	var m *metav1.ObjectMeta
+	switch o := obj.(type) {
+	case *corev1.Secret:
+		fingerprint, m = f.Secret(o), &o.ObjectMeta
+	case *corev1.ConfigMap:
+		fingerprint, m = f.ConfigMap(o), &o.ObjectMeta
+	default:
+		return "", time.Time{}
 	}
-	t, err := time.Parse(time.RFC3339, v)
-	if err != nil {
-		return time.Time{}, false
-	}
-	return t, true
-}
-
-// strip stores the fingerprint and last-write time on m and removes everything that could
-// carry content or that no decision needs.
-func strip(f *Fingerprinter, m *metav1.ObjectMeta, fp string) {
-	lw, hasLW := LastWrite(m)
-	ann := m.Annotations
-	if ann == nil {
-		ann = make(map[string]string, 3)
-	}
-	delete(ann, lastAppliedAnnotation)
-	ann[FingerprintAnnotation] = fp
-	lwText := ""
-	if hasLW {
-		lwText = lw.UTC().Format(time.RFC3339)
-		ann[LastWriteAnnotation] = lwText
-	} else {
-		delete(ann, LastWriteAnnotation)
-	}
-	ann[sealAnnotation] = f.seal(string(m.UID), m.ResourceVersion, fp, lwText)
-	m.Annotations = ann
-	m.ManagedFields = nil
-}
-
-// transformed reports whether m already went through strip with this key.
-func transformed(f *Fingerprinter, m *metav1.ObjectMeta) bool {
-	seal, ok := m.Annotations[sealAnnotation]
-	if !ok || len(m.ManagedFields) > 0 {
-		return false
-	}
-	want := f.seal(string(m.UID), m.ResourceVersion, m.Annotations[FingerprintAnnotation], m.Annotations[LastWriteAnnotation])
-	return seal == want
+	lastWrite, _ = LastWrite(m)
+	return fingerprint, lastWrite
 }

@@ -3,102 +3,136 @@ package observe
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 )
 
 func at(sec int64) *metav1.Time { t := metav1.Unix(sec, 0); return &t }
 
-func rawSecret() *corev1.Secret {
-	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: "ns", Name: "db", UID: "uid-1", ResourceVersion: "42",
-			CreationTimestamp: metav1.Unix(1000, 0),
-			Labels:            map[string]string{"team": "a"},
-			Annotations: map[string]string{
-				"note":                "kept",
-				lastAppliedAnnotation: `{"apiVersion":"v1","kind":"Secret","stringData":{"password":"s3cr3t-value"}}`,
-			},
-			ManagedFields: []metav1.ManagedFieldsEntry{
-				{Manager: "kubectl", Time: at(1500)},
-				{Manager: "helm", Time: nil},
-				{Manager: "eso", Time: at(1200)},
-			},
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// rawMeta is the metadata of a Secret as a metadata-only watch delivers it.
+func rawMeta() metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Namespace: "ns", Name: "db", UID: "uid-1", ResourceVersion: "42", Generation: 3,
+		GenerateName:      "db-",
+		CreationTimestamp: metav1.Unix(1000, 0),
+		DeletionTimestamp: at(2000),
+		Labels:            map[string]string{"team": "a"},
+		Annotations: map[string]string{
+			"note":      "dropped",
+			lastApplied: `{"apiVersion":"v1","kind":"Secret","stringData":{"password":"s3cr3t-value"}}`,
 		},
-		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{"password": []byte("s3cr3t-value")},
-		StringData: map[string]string{"token": "s3cr3t-value"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "uid-owner"}},
+		Finalizers:      []string{"example.com/keep"},
+		ManagedFields: []metav1.ManagedFieldsEntry{
+			{Manager: "kubectl", Time: at(1500), FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:password":{}}}`)}},
+		},
 	}
 }
 
-func TestTransformSecretKeepsNoData(t *testing.T) {
-	f := NewFingerprinter(testKey)
-	s := rawSecret()
-	want := f.Secret(s)
-	out, err := TransformSources(f)(s)
+// wantMeta is what the cache keeps of rawMeta.
+func wantMeta() metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Namespace: "ns", Name: "db", UID: "uid-1", ResourceVersion: "42",
+		DeletionTimestamp: at(2000),
+		Labels:            map[string]string{"team": "a"},
+	}
+}
+
+func TestTransformSourceMetadata(t *testing.T) {
+	in := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: rawMeta()}
+	out, err := TransformSourceMetadata(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := out.(*corev1.Secret)
-	if got != s {
-		t.Error("the transform should work in place")
+	got, ok := out.(*metav1.PartialObjectMetadata)
+	if !ok {
+		t.Fatalf("transform returned %T", out)
 	}
-	if got.Data != nil || got.StringData != nil || got.ManagedFields != nil {
-		t.Errorf("content or managedFields survived: data=%v stringData=%v managedFields=%v", got.Data, got.StringData, got.ManagedFields)
+	if got == in {
+		t.Error("the transform must return a new object, so nothing else of the decoded one stays reachable")
 	}
-	if _, ok := got.Annotations[lastAppliedAnnotation]; ok {
-		t.Error("kubectl's last-applied-configuration survived")
+	want := &metav1.PartialObjectMetadata{TypeMeta: in.TypeMeta, ObjectMeta: wantMeta()}
+	gotJSON, _ := json.Marshal(got)
+	wantJSON, _ := json.Marshal(want)
+	if !bytes.Equal(gotJSON, wantJSON) {
+		t.Errorf("cached metadata:\n got %s\nwant %s", gotJSON, wantJSON)
 	}
-	if got.Annotations["note"] != "kept" || got.Labels["team"] != "a" {
-		t.Error("other labels and annotations must stay (policies select sources by label)")
-	}
-	raw, _ := json.Marshal(got)
-	if bytes.Contains(raw, []byte("s3cr3t")) {
-		t.Fatalf("the cached object still holds the value: %s", raw)
-	}
-	if CachedFingerprint(got) != want {
-		t.Errorf("CachedFingerprint = %q, want %q", CachedFingerprint(got), want)
-	}
-	lw, ok := CachedLastWrite(got)
-	if !ok || !lw.Equal(time.Unix(1500, 0)) {
-		t.Errorf("CachedLastWrite = %v, %v; want the latest managedFields time 1500", lw, ok)
+	if bytes.Contains(gotJSON, []byte("s3cr3t")) {
+		t.Fatalf("the cached object still holds the value: %s", gotJSON)
 	}
 
 	// Idempotent: a second pass changes nothing.
-	before, _ := json.Marshal(got)
-	if _, err := TransformSources(f)(got); err != nil {
+	again, err := TransformSourceMetadata(got)
+	if err != nil {
 		t.Fatal(err)
 	}
-	after, _ := json.Marshal(got)
-	if !bytes.Equal(before, after) {
-		t.Errorf("second transform changed the object:\n%s\n%s", before, after)
+	if againJSON, _ := json.Marshal(again); !bytes.Equal(againJSON, gotJSON) {
+		t.Errorf("second transform changed the object:\n%s\n%s", gotJSON, againJSON)
 	}
 }
 
-func TestTransformConfigMap(t *testing.T) {
+// TestTransformTypedSources: a typed informer is not expected, but one started by mistake must
+// cache no content either.
+func TestTransformTypedSources(t *testing.T) {
+	s := &corev1.Secret{
+		ObjectMeta: rawMeta(), Type: corev1.SecretTypeTLS, Immutable: ptr.To(true),
+		Data: map[string][]byte{"password": []byte("s3cr3t-value")}, StringData: map[string]string{"token": "s3cr3t-value"},
+	}
+	c := &corev1.ConfigMap{ObjectMeta: rawMeta(), Data: map[string]string{"k": "s3cr3t-value"}, BinaryData: map[string][]byte{"b": []byte("s3cr3t-value")}}
+	for _, in := range []any{s, c} {
+		out, err := TransformSourceMetadata(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := json.Marshal(out)
+		if bytes.Contains(raw, []byte("s3cr3t")) || bytes.Contains(raw, []byte("managedFields")) || bytes.Contains(raw, []byte("annotations")) {
+			t.Errorf("%T keeps content or metadata nothing reads: %s", in, raw)
+		}
+	}
+	out, _ := TransformSourceMetadata(s)
+	if got := out.(*corev1.Secret); got.Labels["team"] != "a" || got.ResourceVersion != "42" || got.UID != "uid-1" || got.Type != corev1.SecretTypeTLS {
+		t.Errorf("typed Secret lost what decisions read: %+v", got)
+	}
+}
+
+func TestTransformLeavesOtherObjectsAlone(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{lastApplied: "{}"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}}}
+	before, _ := json.Marshal(pod)
+	out, err := TransformSourceMetadata(pod)
+	if err != nil || out != any(pod) {
+		t.Fatalf("out=%v err=%v", out, err)
+	}
+	after, _ := json.Marshal(pod)
+	if !bytes.Equal(before, after) {
+		t.Errorf("a Pod was modified:\n%s\n%s", before, after)
+	}
+	for _, in := range []any{(*metav1.PartialObjectMetadata)(nil), (*corev1.Secret)(nil), (*corev1.ConfigMap)(nil), "not an object"} {
+		if out, err := TransformSourceMetadata(in); err != nil || out != in {
+			t.Errorf("%T: out=%v err=%v", in, out, err)
+		}
+	}
+}
+
+func TestContent(t *testing.T) {
 	f := NewFingerprinter(testKey)
-	c := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "cfg", ResourceVersion: "3", CreationTimestamp: metav1.Unix(2000, 0),
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "a", Time: nil}}},
-		Data:       map[string]string{"k": "confidential"},
-		BinaryData: map[string][]byte{"b": []byte("confidential")},
+	s := &corev1.Secret{ObjectMeta: rawMeta(), Data: map[string][]byte{"password": []byte("s3cr3t-value")}}
+	s.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Time: at(1500)}, {Manager: "helm"}, {Manager: "eso", Time: at(1200)}}
+	fp, lw := content(f, s)
+	if fp != f.Secret(s) || !lw.Equal(time.Unix(1500, 0)) {
+		t.Errorf("Secret: fingerprint %q, last write %v; want %q and the latest managedFields time 1500", fp, lw, f.Secret(s))
 	}
-	want := f.ConfigMap(c)
-	if _, err := TransformSources(f)(c); err != nil {
-		t.Fatal(err)
-	}
-	if c.Data != nil || c.BinaryData != nil || c.ManagedFields != nil {
-		t.Fatal("ConfigMap content or managedFields survived")
-	}
-	if CachedFingerprint(c) != want {
-		t.Error("wrong fingerprint")
-	}
-	if lw, ok := CachedLastWrite(c); !ok || !lw.Equal(time.Unix(2000, 0)) {
-		t.Errorf("last write = %v, %v; want the creation time (no entry has a time)", lw, ok)
+	c := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", CreationTimestamp: metav1.Unix(2000, 0),
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "a"}}}, Data: map[string]string{"k": "v"}}
+	if fp, lw := content(f, c); fp != f.ConfigMap(c) || !lw.Equal(time.Unix(2000, 0)) {
+		t.Errorf("ConfigMap: fingerprint %q, last write %v; want the creation time (no entry has a time)", fp, lw)
 	}
 }
 
@@ -132,69 +166,19 @@ func TestLastWrite(t *testing.T) {
 	}
 }
 
-func TestTransformDistrustsCopiedAnnotations(t *testing.T) {
-	f := NewFingerprinter(testKey)
-	// A writer copies the transform's annotations onto a real object, with no managedFields.
-	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "x", UID: "u", ResourceVersion: "9", CreationTimestamp: metav1.Unix(10, 0),
-			Annotations: map[string]string{
-				FingerprintAnnotation: strings.Repeat("0", 64),
-				LastWriteAnnotation:   "2001-01-01T00:00:00Z",
-				sealAnnotation:        strings.Repeat("1", 32),
-			}},
-		Data: map[string][]byte{"a": []byte("b")},
-	}
-	want := f.Secret(s)
-	if _, err := TransformSources(f)(s); err != nil {
-		t.Fatal(err)
-	}
-	if CachedFingerprint(s) != want {
-		t.Error("a forged fingerprint annotation was trusted")
-	}
-	if lw, _ := CachedLastWrite(s); lw.Unix() != 10 {
-		t.Errorf("a forged last-write annotation was trusted: %v", lw)
-	}
-	// Same object, next resourceVersion: the seal no longer matches, so it is recomputed.
-	s.ResourceVersion = "10"
-	s.Data = map[string][]byte{"a": []byte("c")}
-	if _, err := TransformSources(f)(s); err != nil {
-		t.Fatal(err)
-	}
-	if CachedFingerprint(s) == want {
-		t.Error("a new version of a transformed object was not fingerprinted again")
-	}
-}
-
-func TestTransformLeavesOtherObjectsAlone(t *testing.T) {
-	f := NewFingerprinter(testKey)
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{lastAppliedAnnotation: "{}"},
-		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}}}
-	before, _ := json.Marshal(pod)
-	out, err := TransformSources(f)(pod)
-	if err != nil || out != any(pod) {
-		t.Fatalf("out=%v err=%v", out, err)
-	}
-	after, _ := json.Marshal(pod)
-	if !bytes.Equal(before, after) {
-		t.Errorf("a Pod was modified:\n%s\n%s", before, after)
-	}
-	var nilSecret *corev1.Secret
-	if _, err := TransformSources(f)(nilSecret); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := TransformSources(f)("not an object"); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestNewCacheOptions(t *testing.T) {
-	opts := NewCacheOptions(NewFingerprinter(testKey))
-	if len(opts) != 2 {
+	opts := NewCacheOptions(nil)
+	want := map[schema.GroupVersionKind]bool{{Version: "v1", Kind: "Secret"}: true, {Version: "v1", Kind: "ConfigMap"}: true}
+	if len(opts) != len(want) {
 		t.Fatalf("want entries for Secret and ConfigMap, got %d", len(opts))
 	}
 	for obj, o := range opts {
+		m, ok := obj.(*metav1.PartialObjectMetadata)
+		if !ok || !want[m.GroupVersionKind()] {
+			t.Errorf("cache entry for %T %v: Secrets and ConfigMaps must be cached as metadata only", obj, obj.GetObjectKind().GroupVersionKind())
+		}
 		if o.Transform == nil {
-			t.Errorf("%T has no transform", obj)
+			t.Errorf("%v has no transform", obj.GetObjectKind().GroupVersionKind())
 		}
 	}
 }

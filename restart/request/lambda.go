@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -86,16 +85,11 @@ func sourceInScope(ctx context.Context, c client.Reader, namespace string, dep d
 	if p.Spec.Discovery == nil || p.Spec.Discovery.DependencySelector == nil {
 		return true, nil
 	}
-	var src client.Object = &corev1.Secret{}
-	switch dep.Kind {
-	case string(kickv1alpha1.SourceConfigMap):
-		src = &corev1.ConfigMap{}
-	case string(kickv1alpha1.SourceSecretProviderClass):
-		// Only its labels matter: read it metadata-only.
-		m := &metav1.PartialObjectMetadata{}
-		m.SetGroupVersionKind(schema.FromAPIVersionAndKind(dep.APIVersion, dep.Kind))
-		src = m
-	}
+	// Only the labels matter: read the source metadata-only, as the manager
+	// caches Secrets and ConfigMaps (a typed read would start an informer
+	// holding every one of them in full).
+	src := &metav1.PartialObjectMetadata{}
+	src.SetGroupVersionKind(schema.FromAPIVersionAndKind(dep.APIVersion, dep.Kind))
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: dep.Name}, src); err != nil {
 		if apierrors.IsNotFound(err) {
 			// A missing Secret or ConfigMap is out of scope; a class is

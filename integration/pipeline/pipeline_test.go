@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,10 +42,38 @@ func TestDataChangeRestartsExactlyOnce(t *testing.T) {
 		t.Fatalf("adopting a fresh workload created a KickRequest: %+v", f.Requests())
 	}
 
+	// Watch the request from before the change, to count its writes.
+	wc, err := client.NewWithWatch(f.Env.Config, client.Options{Scheme: f.Env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wc.Watch(f.Ctx, &kickv1alpha1.KickRequestList{}, client.InNamespace(f.NS))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
 	before := time.Now()
 	f.SetSecret("db", map[string]string{"password": "bravo"})
 	kr := f.WaitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 90*time.Second)
 	f.WaitReplicaSets("web", 2)
+	// An ordinary two-replica rollout costs the request two status writes:
+	// the restart and the completion, nothing for each replica in between.
+	writes := map[watch.EventType]int{}
+	for done := false; !done; {
+		select {
+		case ev := <-w.ResultChan():
+			writes[ev.Type]++
+			if o, ok := ev.Object.(*kickv1alpha1.KickRequest); ok && o.ResourceVersion == kr.ResourceVersion {
+				done = true
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the watch never showed the Succeeded request; saw %v", writes)
+		}
+	}
+	if writes[watch.Added] != 1 || writes[watch.Modified] > 2 {
+		t.Errorf("request writes up to Succeeded: %v, want 1 create and at most 2 status updates", writes)
+	}
 	stamp, ok := freshness.ParseStamp(f.RestartStamp("web"))
 	if !ok || stamp.Before(before) {
 		t.Fatalf("restartedAt %q is not a sub-second stamp after the change", f.RestartStamp("web"))

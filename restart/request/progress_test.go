@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/restart/freshness"
 )
 
 func TestProgressRewritesOnlyWhenTheReasonChanges(t *testing.T) {
@@ -21,5 +22,19 @@ func TestProgressRewritesOnlyWhenTheReasonChanges(t *testing.T) {
 	s.progress("ProgressDeadlineExceeded", "stuck")
 	if got := message(); got != "stuck" {
 		t.Fatalf("a new reason did not update the condition: %q", got)
+	}
+}
+
+func TestProgressKeepsQuietThroughOrdinaryReasons(t *testing.T) {
+	s := &step{kr: &kickv1alpha1.KickRequest{}}
+	s.progress(freshness.RolloutInProgress, "restarted")
+	s.progress(freshness.GenerationNotObserved, "deployment controller has observed generation 1 of 2")
+	s.progress(freshness.RolloutInProgress, "1 of 2 replicas updated")
+	if c := meta.FindStatusCondition(s.kr.Status.Conditions, kickv1alpha1.ConditionRolloutComplete); c.Message != "restarted" {
+		t.Fatalf("an ordinary rollout step rewrote the condition: %s %q", c.Reason, c.Message)
+	}
+	s.progress(freshness.Paused, "deployment is paused")
+	if c := meta.FindStatusCondition(s.kr.Status.Conditions, kickv1alpha1.ConditionRolloutComplete); c.Reason != freshness.Paused {
+		t.Fatalf("a reason to act on was not recorded: %s", c.Reason)
 	}
 }

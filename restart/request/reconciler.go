@@ -441,12 +441,23 @@ func (s *step) track(ctx context.Context) (ctrl.Result, bool, error) {
 // The message (replica counts) is refreshed only when the reason changes:
 // rewriting the status on every step of every rollout would double KICK's
 // writes during a burst of restarts for detail kubectl rollout status gives.
+// The restart itself already wrote RolloutInProgress, so an ordinary
+// rollout costs no write between the restart and its completion; unusual
+// reasons (Paused, ProgressDeadlineExceeded, ...) show at once.
 func (s *step) progress(reason, message string) {
 	if c := meta.FindStatusCondition(s.kr.Status.Conditions, kickv1alpha1.ConditionRolloutComplete); c != nil &&
-		c.Status == metav1.ConditionFalse && c.Reason == reason && c.ObservedGeneration == s.kr.Generation {
+		c.Status == metav1.ConditionFalse && c.ObservedGeneration == s.kr.Generation &&
+		(c.Reason == reason || ordinaryProgress(c.Reason) && ordinaryProgress(reason)) {
 		return
 	}
 	s.condition(kickv1alpha1.ConditionRolloutComplete, false, reason, message)
+}
+
+// ordinaryProgress reports whether a rollout reason is one every rollout
+// passes through (its controller has not seen the restart yet, or pods are
+// being replaced), as opposed to one a person may have to act on.
+func ordinaryProgress(reason string) bool {
+	return reason == freshness.RolloutInProgress || reason == freshness.GenerationNotObserved
 }
 
 // evaluate runs the gate and the freshness check and restarts when both
@@ -503,6 +514,7 @@ func (s *step) evaluate(ctx context.Context) (ctrl.Result, error) {
 	st.LastRestartTime = &startedAt
 	st.RestartCount++
 	st.Phase = kickv1alpha1.PhaseExecuting
+	s.condition(kickv1alpha1.ConditionRolloutComplete, false, freshness.RolloutInProgress, "restarted; waiting for the new pods to roll out")
 	s.emit(false, "KickStarted", fmt.Sprintf("restarting %s%s: %s", s.targetRef(), s.through(), freshness.Explain(s.latest, rollout)))
 	s.r.Metrics.restart(st.Provider, "started")
 	s.r.Metrics.observeLatency(s.now.Sub(s.latest.Latest))

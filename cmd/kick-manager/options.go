@@ -52,7 +52,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "address a Go pprof endpoint binds to, for profiling (empty: off)")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader so only one replica acts (the manifests turn it on)")
 	fs.StringVar(&o.namespace, "namespace", defaultNamespace(), "the manager's own namespace: leader-election lease and fingerprint key Secret live here (default $POD_NAMESPACE, else kick-system)")
-	fs.IntVar(&o.maxConcurrent, "max-concurrent-reconciles", 8, "workers per controller")
+	fs.IntVar(&o.maxConcurrent, "max-concurrent-reconciles", 32, "workers per controller")
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 0, "client-side rate limit for API requests per second; 0 leaves it off")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 0, "client-side burst when --kube-api-qps is set")
 	fs.DurationVar(&o.rolloutTimeout, "rollout-timeout", 15*time.Minute, "how long a restart's rollout may take before the request fails")

@@ -87,7 +87,12 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 	}); err != nil {
 		return err
 	}
+	recorders, err := newThrottledRecorders(ctx, mgr.GetConfig(), mgr.GetScheme())
+	if err != nil {
+		return err
+	}
 	return request.SetupWithManager(ctx, mgr, request.Options{
+		Recorder:                recorders.For("kick-request"),
 		Router:                  rt,
 		GitOps:                  active.gitops,
 		Wakes:                   active.gitops.Wakes(),

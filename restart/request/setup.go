@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,6 +51,8 @@ type Options struct {
 	Kinds *workload.Registry
 	// CSI makes Secrets Store CSI classes count as dependencies.
 	CSI bool
+	// Recorder receives the requests' Events; nil means the manager's.
+	Recorder events.EventRecorder
 }
 
 // SetupWithManager registers the indexes, the KickRequest controller and
@@ -65,11 +68,14 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	if opts.GitOps == nil {
 		opts.GitOps = gitops.NewRegistry()
 	}
+	if opts.Recorder == nil {
+		opts.Recorder = mgr.GetEventRecorder("kick-request")
+	}
 	wake := make(chan event.GenericEvent, 1024)
 	r := &Reconciler{
 		Client:         mgr.GetClient(),
 		APIReader:      mgr.GetAPIReader(),
-		Recorder:       mgr.GetEventRecorder("kick-request"),
+		Recorder:       opts.Recorder,
 		Router:         opts.Router,
 		GitOps:         opts.GitOps,
 		Metrics:        opts.Metrics,

@@ -156,7 +156,14 @@ func TestUnconsumedSecretGetsNoRecord(t *testing.T) {
 
 	create(t, newSecret(ns, "lonely", map[string]string{"a": "b"}))
 	create(t, deployment(ns, "web", func(*corev1.PodSpec) {})) // consumes nothing
-	o.waitObserved("Secret", "Unconsumed", 1)
+	// A consumed canary created after it: once the canary is baselined, the
+	// lonely Secret's event has been seen too (one informer, in order).
+	create(t, newSecret(ns, "canary", map[string]string{"a": "b"}))
+	create(t, deployment(ns, "canary-reader", secretEnv("canary", "a")))
+	o.expect("Secret", "canary", router.ClassBaseline)
+	if n := o.observed("Secret", "Unconsumed"); n != 0 {
+		t.Errorf("a Secret nobody consumes reached the source controller's queue (%v reconciles)", n)
+	}
 	if rec := record(t, ns, "Secret", "lonely"); rec != nil {
 		t.Errorf("a Secret nobody consumes got a record: %+v", rec.Spec)
 	}
@@ -174,7 +181,10 @@ func TestUnconsumedSecretGetsNoRecord(t *testing.T) {
 
 	// So does a Pod template change that adds a reference.
 	create(t, newSecret(ns, "later", map[string]string{"k": "v"}))
-	o.waitObserved("Secret", "Unconsumed", 2)
+	create(t, newSecret(ns, "canary2", map[string]string{"a": "b"}))
+	create(t, deployment(ns, "canary2-reader", secretEnv("canary2", "a")))
+	o.expect("Secret", "canary2", router.ClassBaseline)
+	o.expectNone("Secret", "later", "a Secret nobody consumes yet")
 	update(t, deployment(ns, "web", nil), func(d *appsv1.Deployment) { secretEnv("later", "k")(&d.Spec.Template.Spec) })
 	o.expect("Secret", "later", router.ClassBaseline)
 }

@@ -436,3 +436,30 @@ func TestSourcesOf(t *testing.T) {
 		t.Error("EnqueueSourcesOf before SetupWithManager must fail")
 	}
 }
+
+func TestOnlyFollowedSourcesReachTheQueue(t *testing.T) {
+	f := newFixture(t, testKey, testSecret("db", "v1"), testSecret("unused", "v1"), deployment("web", "db", "not-yet-created"))
+	meta := func(name string) client.Object {
+		m := SourceMetadata(discovery.KindSecret)
+		m.SetNamespace("ns")
+		m.SetName(name)
+		return m
+	}
+	if !f.r.followed(discovery.KindSecret, meta("db")) {
+		t.Error("a consumed Secret was not followed")
+	}
+	if f.r.followed(discovery.KindSecret, meta("unused")) {
+		t.Error("a Secret nobody consumes and without a record reached the queue")
+	}
+	if !f.r.followed(discovery.KindSecret, meta("not-yet-created")) {
+		t.Error("an optional Secret a workload consumes before it exists was not followed")
+	}
+	// A record keeps a source followed after its last consumer is gone.
+	f.reconcile("Secret", "db")
+	if err := f.c.Delete(context.Background(), deployment("web", "db")); err != nil {
+		t.Fatal(err)
+	}
+	if !f.r.followed(discovery.KindSecret, meta("db")) {
+		t.Error("a recorded Secret without consumers was not followed")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	k8sworkqueue "k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -76,6 +77,9 @@ func (r *SourceReconciler) SetupWithManager(mgr manager.Manager, opts Options) e
 			Named("observe-"+strings.ToLower(kind.name)).
 			// Metadata only: a source's content is read from the API server when needed.
 			For(SourceMetadata(kind.name), builder.WithPredicates(predicate.Funcs{
+				CreateFunc:  func(e event.CreateEvent) bool { return r.followed(kind.name, e.Object) },
+				UpdateFunc:  func(e event.UpdateEvent) bool { return r.followed(kind.name, e.ObjectNew) },
+				GenericFunc: func(e event.GenericEvent) bool { return r.followed(kind.name, e.Object) },
 				// A deleted source's record is garbage-collected with it.
 				DeleteFunc: func(event.DeleteEvent) bool { return false },
 			})).
@@ -192,4 +196,23 @@ func (k kindReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 		k.r.metrics.observed(k.kind.name, out)
 	}
 	return reconcile.Result{}, err
+}
+
+// followed reports whether an event of a source can matter: some workload
+// consumes the source, or it has an observation record. Events of every
+// other Secret and ConfigMap (most of a cluster's) stop here, before the
+// queue. A workload that starts consuming a source enqueues it itself (see
+// workloadHandler). When the cache cannot answer, the event goes through.
+func (r *SourceReconciler) followed(kind string, src client.Object) bool {
+	ctx := context.Background()
+	sel := client.MatchingFields{discovery.SourceIndex: discovery.IndexKey(kind, src.GetName())}
+	for _, wk := range r.Kinds.Kinds() {
+		list := wk.NewList()
+		if err := r.Client.List(ctx, list, client.InNamespace(src.GetNamespace()), sel); err != nil || meta.LenList(list) > 0 {
+			return true
+		}
+	}
+	var rec kickv1alpha1.SourceObservation
+	key := types.NamespacedName{Namespace: src.GetNamespace(), Name: kickv1alpha1.ObservationName(kind, src.GetName())}
+	return !apierrors.IsNotFound(r.Client.Get(ctx, key, &rec))
 }

@@ -33,7 +33,8 @@ func TransformSourceMetadata(in any) (any, error) {
 		if o == nil {
 			break
 		}
-		return &metav1.PartialObjectMetadata{TypeMeta: o.TypeMeta, ObjectMeta: slimMeta(&o.ObjectMeta)}, nil
+		tm := metav1.TypeMeta{APIVersion: internString(o.APIVersion), Kind: internString(o.Kind)}
+		return &metav1.PartialObjectMetadata{TypeMeta: tm, ObjectMeta: slimMeta(&o.ObjectMeta)}, nil
 	case *corev1.Secret:
 		if o == nil {
 			break
@@ -52,10 +53,10 @@ func TransformSourceMetadata(in any) (any, error) {
 func slimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name:              m.Name,
-		Namespace:         m.Namespace,
+		Namespace:         internString(m.Namespace),
 		UID:               m.UID,
 		ResourceVersion:   m.ResourceVersion,
-		Labels:            m.Labels,
+		Labels:            internLabels(m.Labels),
 		DeletionTimestamp: m.DeletionTimestamp,
 	}
 }

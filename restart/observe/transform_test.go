@@ -3,8 +3,11 @@ package observe
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -180,5 +183,31 @@ func TestNewCacheOptions(t *testing.T) {
 		if o.Transform == nil {
 			t.Errorf("%v has no transform", obj.GetObjectKind().GroupVersionKind())
 		}
+	}
+}
+
+func TestTransformSharesRepeatedMetadata(t *testing.T) {
+	meta := func(name string, labels map[string]string) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+			Namespace: strings.Clone("shop"), Name: name, Labels: labels}}
+	}
+	a, _ := TransformSourceMetadata(meta("a", map[string]string{"app": "web", "tier": "db"}))
+	b, _ := TransformSourceMetadata(meta("b", map[string]string{"tier": "db", "app": "web"}))
+	c, _ := TransformSourceMetadata(meta("c", map[string]string{"app": "web", "tier": "cache"}))
+	la, lb, lc := a.(*metav1.PartialObjectMetadata).Labels, b.(*metav1.PartialObjectMetadata).Labels, c.(*metav1.PartialObjectMetadata).Labels
+	if reflect.ValueOf(la).Pointer() != reflect.ValueOf(lb).Pointer() {
+		t.Error("two equal label sets are stored twice")
+	}
+	if reflect.ValueOf(la).Pointer() == reflect.ValueOf(lc).Pointer() || lc["tier"] != "cache" {
+		t.Errorf("different label sets were merged: %v %v", la, lc)
+	}
+	if na, nb := a.(*metav1.PartialObjectMetadata).Namespace, b.(*metav1.PartialObjectMetadata).Namespace; unsafe.StringData(na) != unsafe.StringData(nb) {
+		t.Error("the namespace string is stored once per object")
+	}
+	// A key or value holding the separators cannot collide with another set.
+	x := internLabels(map[string]string{"a": "1b1:2"})
+	y := internLabels(map[string]string{"a": "1", "b": "2"})
+	if len(x) == len(y) {
+		t.Errorf("label sets collided: %v %v", x, y)
 	}
 }

@@ -34,7 +34,7 @@ func rawMeta() metav1.ObjectMeta {
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "uid-owner"}},
 		Finalizers:      []string{"example.com/keep"},
 		ManagedFields: []metav1.ManagedFieldsEntry{
-			{Manager: "kubectl", Time: at(1500), FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:password":{}}}`)}},
+			{Manager: "kubectl", Time: at(1500), FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:data":{"f:password":{}}}`)},
 		},
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -150,10 +151,13 @@ func TestSecretReferences(t *testing.T) {
 		hits := rc.waitFor(t, "/", len(rc.seen())+1)
 		return hits[len(hits)-1].header.Get("Authorization") == "Bearer "+sentinel+"-rotated"
 	}
-	for i := 0; !rotatedUsed(); i++ {
-		if i == 50 {
+	// Each delivery takes milliseconds; give the Secret's watch event and the
+	// policy's re-read a deadline, not a number of tries.
+	for deadline := time.Now().Add(30 * time.Second); !rotatedUsed(); {
+		if time.Now().After(deadline) {
 			t.Fatal("the rotated token was never used")
 		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

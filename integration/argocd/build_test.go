@@ -1,15 +1,12 @@
 package argocd
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/integration/cluster"
@@ -35,7 +32,7 @@ func TestLeanBuildHandsOver(t *testing.T) {
 			t.Error("the lean build started the manager instead of handing over")
 		}
 		sub := s.in(t)
-		waitReady(t, sub.F, "argo", "True", "")
+		sub.WaitPolicyReady("argo", metav1.ConditionTrue, "", "")
 	})
 
 	t.Run("alone", func(t *testing.T) {
@@ -55,24 +52,7 @@ func TestLeanBuildHandsOver(t *testing.T) {
 		}
 		f.Policy("argo", argoPolicy)
 		f.Policy("kargo", "{discovery: {workloadSelector: {matchLabels: {app: none}}}, gitOps: {provider: Kargo}}")
-		waitReady(t, f, "argo", "False", "kick-manager-argocd is not installed next to")
-		waitReady(t, f, "kargo", "False", "needs the Argo CD integration")
-	})
-}
-
-// waitReady waits until KickPolicy name's Ready condition has the status
-// and, when not empty, a message containing says.
-func waitReady(t *testing.T, f *fixture.F, name, status, says string) {
-	t.Helper()
-	cluster.Eventually(t, 30*time.Second, "KickPolicy "+name+" Ready="+status, func() (bool, error) {
-		var p kickv1alpha1.KickPolicy
-		if err := f.Env.Client.Get(f.Ctx, client.ObjectKey{Namespace: f.NS, Name: name}, &p); err != nil {
-			return false, err
-		}
-		c := meta.FindStatusCondition(p.Status.Conditions, kickv1alpha1.ConditionReady)
-		if c == nil {
-			return false, fmt.Errorf("no Ready condition yet")
-		}
-		return string(c.Status) == status && strings.Contains(c.Message, says), fmt.Errorf("Ready=%s %s: %s", c.Status, c.Reason, c.Message)
+		f.WaitPolicyReady("argo", metav1.ConditionFalse, string(kickv1alpha1.GateProviderUnavailable), "kick-manager-argocd is not installed next to")
+		f.WaitPolicyReady("kargo", metav1.ConditionFalse, string(kickv1alpha1.GateProviderUnavailable), "needs the Argo CD integration")
 	})
 }

@@ -6,11 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
-	"github.com/kick-operator/kick/integration/cluster"
 	"github.com/kick-operator/kick/integration/fixture"
 )
 
@@ -44,18 +42,7 @@ func TestIntegrationsAbsentFromTheCluster(t *testing.T) {
 		"kargo": "Kind=Stage is not served",
 		"auto":  "neither is active",
 	} {
-		cluster.Eventually(t, 30*time.Second, "KickPolicy "+name+" to report ProviderUnavailable", func() (bool, error) {
-			var p kickv1alpha1.KickPolicy
-			if err := f.Env.Client.Get(f.Ctx, client.ObjectKey{Namespace: f.NS, Name: name}, &p); err != nil {
-				return false, err
-			}
-			c := meta.FindStatusCondition(p.Status.Conditions, kickv1alpha1.ConditionReady)
-			if c == nil {
-				return false, fmt.Errorf("no Ready condition yet")
-			}
-			return c.Status == "False" && c.Reason == string(kickv1alpha1.GateProviderUnavailable) && strings.Contains(c.Message, says),
-				fmt.Errorf("Ready=%s %s: %s", c.Status, c.Reason, c.Message)
-		})
+		f.WaitPolicyReady(name, metav1.ConditionFalse, string(kickv1alpha1.GateProviderUnavailable), says)
 	}
 
 	// Everything else (the barrier's canary) restarts without a gate.

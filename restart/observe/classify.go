@@ -32,6 +32,19 @@ type Observed struct {
 	ResourceVersion string
 	// LastWrite is λ(s); zero when the object carried no timestamps at all.
 	LastWrite time.Time
+	// SeenAt is when this manager first received the observed resourceVersion (SeenAt of the
+	// cached copy); zero when unknown, for example when the read returned a newer version than
+	// the cache holds. The content was written no later than this.
+	SeenAt time.Time
+}
+
+// firstSeen is the earliest moment KICK knows the observed content existed: when its cache
+// received it, else now.
+func (o Observed) firstSeen(now time.Time) time.Time {
+	if !o.SeenAt.IsZero() && o.SeenAt.Before(now) {
+		return o.SeenAt
+	}
+	return now
 }
 
 // Classify compares the observed fingerprint and resourceVersion of a source with its record
@@ -62,10 +75,14 @@ func (c Class) Published() bool { return c == Baseline || c == Relevant }
 // from prev (nil when there is no record).
 //
 // The change time θ is λ(s) for Baseline (never the observation time: adopting a workload must
-// not make its sources look newer than they are), now for Relevant, and unchanged otherwise.
-// For Relevant θ is max(now, λ(s)): λ is a whole second the API server recorded at or before the
-// write, so this only matters when the manager's clock runs behind the API server's, and then it
-// keeps the change from being dated before a rollout that it actually follows.
+// not make its sources look newer than they are), the moment KICK first saw the new content for
+// Relevant, and unchanged otherwise. "First saw" is when the cache received that resourceVersion
+// (o.SeenAt) when known, else now: a restart KICK made after that moment certainly carries the
+// content, so dating the change by the later reconcile would repeat such a restart for nothing.
+// The same moment bounds a baseline from above (baselineObservedAt).
+// For Relevant θ is max(seen, λ(s)): λ is a whole second the API server recorded at or before
+// the write, so this only matters when the manager's clock runs behind the API server's, and then
+// it keeps the change from being dated before a rollout that it actually follows.
 func Next(prev *kickv1alpha1.SourceObservationSpec, class Class, o Observed, now time.Time) kickv1alpha1.SourceObservationSpec {
 	var spec kickv1alpha1.SourceObservationSpec
 	if prev != nil && class != Baseline {
@@ -78,12 +95,12 @@ func Next(prev *kickv1alpha1.SourceObservationSpec, class Class, o Observed, now
 		spec.Class = kickv1alpha1.ObservationBaseline
 		spec.LastRelevantResourceVersion = o.ResourceVersion
 		spec.LastRelevantChangeTime = nanoPtr(o.LastWrite)
-		spec.BaselineObservedAt = nanoPtr(now)
+		spec.BaselineObservedAt = nanoPtr(o.firstSeen(now))
 	case Relevant:
 		spec.BaselineObservedAt = nil
 		spec.Class = kickv1alpha1.ObservationRelevant
 		spec.LastRelevantResourceVersion = o.ResourceVersion
-		theta := now
+		theta := o.firstSeen(now)
 		if o.LastWrite.After(theta) {
 			theta = o.LastWrite
 		}
@@ -92,7 +109,7 @@ func Next(prev *kickv1alpha1.SourceObservationSpec, class Class, o Observed, now
 		if spec.LastRelevantChangeTime == nil || spec.LastRelevantChangeTime.IsZero() {
 			// A record without a change time has nothing to keep; date it like a baseline.
 			spec.LastRelevantChangeTime = nanoPtr(o.LastWrite)
-			spec.BaselineObservedAt = nanoPtr(now)
+			spec.BaselineObservedAt = nanoPtr(o.firstSeen(now))
 			spec.Class = kickv1alpha1.ObservationBaseline
 		}
 		if spec.LastRelevantResourceVersion == "" {

@@ -86,6 +86,26 @@ func TestNext(t *testing.T) {
 		t.Errorf("Relevant θ = %v, want λ %v when now is earlier", got.LastRelevantChangeTime, skewed.LastWrite)
 	}
 
+	// Seen by the cache before the reconcile: the content is dated by the cache's receipt, so
+	// a restart made between the receipt and the reconcile is not repeated for it.
+	seen := obs
+	seen.SeenAt = now.Add(-300 * time.Millisecond)
+	if got := Next(&prev, Relevant, seen, now); !got.LastRelevantChangeTime.Equal(seen.SeenAt) {
+		t.Errorf("Relevant θ = %v, want the cache's receipt %v", got.LastRelevantChangeTime, seen.SeenAt)
+	}
+	if got := Next(nil, Baseline, seen, now); got.BaselineObservedAt == nil || !got.BaselineObservedAt.Equal(seen.SeenAt) {
+		t.Errorf("baselineObservedAt = %v, want the cache's receipt %v", got.BaselineObservedAt, seen.SeenAt)
+	}
+	if got := Next(nil, Baseline, obs, now); got.BaselineObservedAt == nil || !got.BaselineObservedAt.Equal(now) {
+		t.Errorf("baselineObservedAt = %v, want now %v when the receipt is unknown", got.BaselineObservedAt, now)
+	}
+	// A receipt time after now (a clock going backwards) is not believed.
+	late := obs
+	late.SeenAt = now.Add(time.Hour)
+	if got := Next(&prev, Relevant, late, now); !got.LastRelevantChangeTime.Equal(now) {
+		t.Errorf("Relevant θ = %v, want now %v when the receipt lies in the future", got.LastRelevantChangeTime, now)
+	}
+
 	rekeyed := obs
 	rekeyed.KeyID = "k2"
 	reb := Next(&prev, Rebaseline, rekeyed, now)

@@ -212,6 +212,10 @@ func (r *SourceReconciler) observed(ctx context.Context, kind sourceKind, src cl
 	case live.GetDeletionTimestamp() != nil:
 		return Observed{}, "Deleting", nil
 	}
+	if live.GetResourceVersion() == o.ResourceVersion {
+		// The content the cache received at SeenAt; a newer version was received later.
+		o.SeenAt = SeenAt(src)
+	}
 	o.ResourceVersion = live.GetResourceVersion()
 	o.Fingerprint, o.LastWrite = content(r.Keys, live)
 	return o, "", nil

@@ -56,6 +56,9 @@ func (p *recorder) take() []router.SourceChanged {
 type cachedClient struct {
 	client.Client
 	t *testing.T
+	// seen is when the cache received a source's current version (the real cache's
+	// TransformSourceMetadata stamps it).
+	seen func() time.Time
 }
 
 func (c cachedClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -63,7 +66,13 @@ func (c cachedClient) Get(ctx context.Context, key client.ObjectKey, obj client.
 	case *corev1.Secret, *corev1.ConfigMap:
 		c.t.Errorf("%T %s read through the cached client", obj, key)
 	}
-	return c.Client.Get(ctx, key, obj, opts...)
+	if err := c.Client.Get(ctx, key, obj, opts...); err != nil {
+		return err
+	}
+	if m, ok := obj.(*metav1.PartialObjectMetadata); ok && c.seen != nil {
+		m.CreationTimestamp = metav1.NewTime(c.seen())
+	}
+	return nil
 }
 
 // liveReader counts the reads past the cache and the resourceVersion each asked for.
@@ -91,6 +100,8 @@ type fixture struct {
 	pub   *recorder
 	r     *SourceReconciler
 	now   time.Time
+	// seen is when the cache received the sources' current versions; zero means now.
+	seen  time.Time
 	scope map[string]bool // workload name -> managed
 }
 
@@ -109,7 +120,12 @@ func newFixture(t *testing.T, key []byte, objs ...client.Object) *fixture {
 	f := &fixture{t: t, c: b.Build(), pub: &recorder{}, now: time.Date(2026, 5, 1, 12, 0, 0, 987654321, time.UTC), scope: map[string]bool{}}
 	f.live = &liveReader{Reader: f.c}
 	f.r = &SourceReconciler{
-		Client: cachedClient{Client: f.c, t: t}, Live: f.live, Router: f.pub, Keys: NewFingerprinter(key),
+		Client: cachedClient{Client: f.c, t: t, seen: func() time.Time {
+			if f.seen.IsZero() {
+				return f.now
+			}
+			return f.seen
+		}}, Live: f.live, Router: f.pub, Keys: NewFingerprinter(key),
 		Now: func() time.Time { return f.now },
 		IsManaged: func(_ context.Context, w client.Object) (bool, func(map[string]string) bool) {
 			if managed, known := f.scope[w.GetName()]; known && !managed {
@@ -264,6 +280,17 @@ func TestReconcileLifecycle(t *testing.T) {
 	if evs := f.pub.take(); len(evs) != 1 || evs[0].Class != router.ClassRelevant || !evs[0].ChangeTime.Equal(f.now) {
 		t.Errorf("relevant events: %+v", evs)
 	}
+
+	// The cache received the next content 400 ms before the reconcile: the change is dated by
+	// that receipt, so a restart made in between counts as carrying it.
+	f.seen = f.now.Add(-400 * time.Millisecond)
+	f.update(s, func() { s.Data["password"] = []byte("v3") })
+	if out := f.reconcile("Secret", "db"); out.class != Relevant || !out.theta.Equal(f.seen) {
+		t.Errorf("change received before the reconcile: %+v, want θ = the receipt %v", out, f.seen)
+	}
+	f.live.take()
+	f.pub.take()
+	f.seen = time.Time{}
 
 	// Nobody consumes "lonely": no record at all.
 	if out := f.reconcile("Secret", "lonely"); out.skipped != "Unconsumed" || f.record("Secret", "lonely") != nil {

@@ -22,8 +22,12 @@ func SourceMetadata(kind string) *metav1.PartialObjectMetadata {
 // watches metadata-only. It keeps what decisions read: name, namespace, uid, resourceVersion,
 // labels (policies select sources by label) and deletionTimestamp. Annotations (kubectl's
 // last-applied-configuration may hold a Secret's data), managedFields, ownerReferences,
-// finalizers and timestamps are dropped. The result is a new object, so nothing else of the
-// decoded original stays reachable.
+// finalizers and the API server's timestamps are dropped. The result is a new object, so
+// nothing else of the decoded original stays reachable.
+//
+// The cached copy's creationTimestamp is replaced by the moment this manager received that
+// resourceVersion (read it with SeenAt): the content it stands for was written no later than
+// that, to the nanosecond, where the API server's own timestamps only give the second.
 //
 // Should something start a typed informer for Secrets or ConfigMaps anyway, its objects are
 // reduced the same way and lose their content: data, stringData and binaryData.
@@ -53,6 +57,7 @@ func TransformSourceMetadata(in any) (any, error) {
 func slimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name:              m.Name,
+		CreationTimestamp: metav1.NewTime(time.Now()),
 		Namespace:         internString(m.Namespace),
 		UID:               m.UID,
 		ResourceVersion:   m.ResourceVersion,
@@ -60,6 +65,11 @@ func slimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 		DeletionTimestamp: m.DeletionTimestamp,
 	}
 }
+
+// SeenAt returns when this manager's cache first received the resourceVersion of a source
+// cached by TransformSourceMetadata (zero for an object that did not come through it). Only
+// meaningful on cached copies: on an object read from the API server it is the creation time.
+func SeenAt(cached metav1.Object) time.Time { return cached.GetCreationTimestamp().Time }
 
 // LastWrite returns λ(s): the later of the creation time and every write time recorded in the
 // object's managedFields, or false when the object carries neither.

@@ -50,7 +50,9 @@ func wantMeta() metav1.ObjectMeta {
 
 func TestTransformSourceMetadata(t *testing.T) {
 	in := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: rawMeta()}
+	before := time.Now()
 	out, err := TransformSourceMetadata(in)
+	after := time.Now()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,6 +63,11 @@ func TestTransformSourceMetadata(t *testing.T) {
 	if got == in {
 		t.Error("the transform must return a new object, so nothing else of the decoded one stays reachable")
 	}
+	// The API server's creation time is replaced by the moment the cache received the object.
+	if seen := SeenAt(got); seen.Before(before) || seen.After(after) {
+		t.Errorf("SeenAt = %v, want the transform's time (between %v and %v)", seen, before, after)
+	}
+	got.CreationTimestamp = metav1.Time{}
 	want := &metav1.PartialObjectMetadata{TypeMeta: in.TypeMeta, ObjectMeta: wantMeta()}
 	gotJSON, _ := json.Marshal(got)
 	wantJSON, _ := json.Marshal(want)
@@ -76,6 +83,7 @@ func TestTransformSourceMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	again.(*metav1.PartialObjectMetadata).CreationTimestamp = metav1.Time{}
 	if againJSON, _ := json.Marshal(again); !bytes.Equal(againJSON, gotJSON) {
 		t.Errorf("second transform changed the object:\n%s\n%s", gotJSON, againJSON)
 	}

@@ -94,12 +94,12 @@ func (l *liveReader) take() []string {
 }
 
 type fixture struct {
-	t     *testing.T
-	c     client.Client
-	live  *liveReader
-	pub   *recorder
-	r     *SourceReconciler
-	now   time.Time
+	t    *testing.T
+	c    client.Client
+	live *liveReader
+	pub  *recorder
+	r    *SourceReconciler
+	now  time.Time
 	// seen is when the cache received the sources' current versions; zero means now.
 	seen  time.Time
 	scope map[string]bool // workload name -> managed

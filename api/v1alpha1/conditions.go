@@ -68,10 +68,15 @@ const (
 
 	// ReasonRestartCompleted: KICK restarted the target and the rollout finished.
 	ReasonRestartCompleted = "RestartCompleted"
-	// ReasonRolloutTimedOut: the rollout did not finish within the timeout.
-	ReasonRolloutTimedOut = "RolloutTimedOut"
-	// ReasonPatchFailed: the API server refused the restart patch.
-	ReasonPatchFailed = "PatchFailed"
+	// ReasonRolloutTimeout: the rollout did not finish within the manager's
+	// --rollout-timeout.
+	ReasonRolloutTimeout = "RolloutTimeout"
+	// ReasonUnsupportedTarget: the target's kind is not one this manager
+	// restarts (or its integration is not active).
+	ReasonUnsupportedTarget = "UnsupportedTarget"
+	// ReasonCoalesced: another open request already handles the target; this
+	// one handed its change over and ended.
+	ReasonCoalesced = "Coalesced"
 	// ReasonTargetNotFound: the target workload does not exist.
 	ReasonTargetNotFound = "TargetNotFound"
 	// ReasonDryRun: the selecting policy is in dry-run mode; nothing was patched.

@@ -58,6 +58,9 @@ const (
 	// GateProviderUnavailable: the GitOps provider could not be queried or
 	// is not enabled.
 	GateProviderUnavailable GateReason = "ProviderUnavailable"
+	// GateSettling: a dependency changed less than restart.settle ago; the
+	// restart waits until the sources have been quiet that long.
+	GateSettling GateReason = "Settling"
 )
 
 // Blocks reports whether the reason holds a restart back.

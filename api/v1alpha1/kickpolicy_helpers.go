@@ -53,6 +53,15 @@ func (s *KickPolicySpec) EffectiveMinInterval() time.Duration {
 	return 0
 }
 
+// EffectiveSettle returns restart.settle, 0 (act at once) when unset or
+// negative.
+func (s *KickPolicySpec) EffectiveSettle() time.Duration {
+	if s == nil || s.Restart == nil || s.Restart.Settle == nil || s.Restart.Settle.Duration < 0 {
+		return 0
+	}
+	return s.Restart.Settle.Duration
+}
+
 // EffectiveTimeZone returns the window's time zone name, UTC when unset.
 func (w *ScheduleWindow) EffectiveTimeZone() string {
 	if w.TimeZone == "" {

@@ -176,6 +176,18 @@ type RestartSpec struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+)$')",message="minInterval must be a non-negative Go duration such as \"30s\" or \"5m\" (units ns, us, ms, s, m, h)"
 	MinInterval *metav1.Duration `json:"minInterval,omitempty"`
+
+	// Settle waits until a workload's sources have been quiet for this long
+	// before acting on their changes, as a Go duration such as "10s": a tool
+	// that rewrites three Secrets over a few seconds then causes one restart,
+	// not three. The wait is kept in the KickRequest (phase WaitingForGate,
+	// reason Settling), so it survives a manager restart. Omitted or "0s":
+	// act at once.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+)$')",message="settle must be a non-negative Go duration such as \"10s\" (units ns, us, ms, s, m, h)"
+	Settle *metav1.Duration `json:"settle,omitempty"`
 }
 
 // KickPolicyStatus is written by the policy controller.

@@ -104,6 +104,11 @@ type GateStatus struct {
 	// GateReason values: OutsideSchedule, OwnerUnknown, AmbiguousOwner, ...).
 	// +optional
 	Reason GateReason `json:"reason,omitempty"`
+	// Stage is the gate that holds the restart back, in the order they are
+	// evaluated: Suspend, Settle, Schedule, MinInterval or GitOps; empty
+	// when every gate is open.
+	// +optional
+	Stage string `json:"stage,omitempty"`
 	// Message explains the decision for humans.
 	// +optional
 	Message string `json:"message,omitempty"`
@@ -116,9 +121,10 @@ type GateStatus struct {
 	LastEvaluated *metav1.Time `json:"lastEvaluated,omitempty"`
 }
 
-// RolloutMarker describes the rollout this request started and is
-// following. A nil marker means the request has not started one since it
-// was created or last reopened.
+// RolloutMarker describes the rollout this request started: the one it is
+// following while open, the last one it completed or gave up on once
+// finished. A nil marker means the request has not started one since it was
+// created or last reopened.
 type RolloutMarker struct {
 	// StartedAt is the restart time KICK stamped on the workload.
 	// +optional
@@ -129,12 +135,13 @@ type RolloutMarker struct {
 	// +optional
 	RestartedAt string `json:"restartedAt,omitempty"`
 	// WorkloadGeneration is the workload's metadata.generation after the
-	// restart patch; the rollout cannot be complete before the workload
-	// controller has observed it.
+	// restart patch: until the cached workload shows it, KICK's own patch is
+	// not visible yet and the rollout is not judged.
 	// +optional
 	WorkloadGeneration int64 `json:"workloadGeneration,omitempty"`
-	// ReplicaSet is the ReplicaSet created for the restart (Deployments and
-	// Rollouts), once known.
+	// ReplicaSet is the ReplicaSet the restart rolled out to (Deployments),
+	// recorded when the rollout completes; the marker is kept on the
+	// finished request.
 	// +optional
 	ReplicaSet string `json:"replicaSet,omitempty"`
 }

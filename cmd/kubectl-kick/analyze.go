@@ -2,18 +2,15 @@ package main
 
 import (
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/gitops"
+	"github.com/kick-operator/kick/restart/assess"
 	"github.com/kick-operator/kick/restart/discovery"
 	"github.com/kick-operator/kick/restart/freshness"
-	"github.com/kick-operator/kick/restart/policy"
-	"github.com/kick-operator/kick/restart/request"
-	"github.com/kick-operator/kick/restart/schedule"
 )
 
 // explanation is the answer of "explain", printed for people or marshalled
@@ -33,28 +30,7 @@ type explanation struct {
 	Request        *requestResult     `json:"request,omitempty"`
 	RequestError   string             `json:"requestError,omitempty"`
 	Summary        string             `json:"summary"`
-
-	// For the reopen check of restart --wait.
-	policy   *kickv1alpha1.KickPolicy
-	recorded freshness.Change // Λ from the observation records alone
-	rollout  freshness.Rollout
-	unknown  string // why Λ or σ cannot be known; empty when they can
 }
-
-// Verdicts.
-const (
-	verdictFresh        = "Fresh"
-	verdictStale        = "Stale"
-	verdictInProgress   = "InProgress"
-	verdictCannotAssess = "CannotAssess"
-)
-
-// Policy selections.
-const (
-	selectionSelected    = "Selected"
-	selectionNotSelected = "NotSelected"
-	selectionAmbiguous   = "Ambiguous"
-)
 
 type policyResult struct {
 	Selection string `json:"selection"`
@@ -63,23 +39,6 @@ type policyResult struct {
 	// Candidates are the policies that select the workload (Ambiguous).
 	Candidates []string `json:"candidates,omitempty"`
 }
-
-// Dependency scopes.
-const (
-	scopeIn         = "InScope"
-	scopeOut        = "OutOfScope"
-	scopeUnknown    = "Unknown"
-	scopeNotCounted = "NotCounted"
-)
-
-// Record states.
-const (
-	recordRelevant   = "Relevant"
-	recordBaseline   = "Baseline"
-	recordNone       = "None"
-	recordUnreadable = "Unreadable"
-	recordNotCounted = "NotCounted"
-)
 
 type dependencyResult struct {
 	Kind   string   `json:"kind"`
@@ -118,11 +77,14 @@ type changeResult struct {
 
 type gateResult struct {
 	// Reason is Allowed, the first reason holding a restart back (in the
-	// manager's order: suspend, schedule, GitOps, minInterval), or
+	// manager's order: suspend, settle, schedule, minInterval, GitOps), or
 	// "Unknown" when only the manager can tell (the GitOps stage).
-	Reason      string            `json:"reason"`
+	Reason string `json:"reason"`
+	// Stage is the gate that holds the restart back; empty when allowed.
+	Stage       string            `json:"stage,omitempty"`
 	Until       *time.Time        `json:"until,omitempty"`
 	Suspend     bool              `json:"suspend"`
+	Settle      stageResult       `json:"settle"`
 	Schedule    scheduleResult    `json:"schedule"`
 	GitOps      gitOpsResult      `json:"gitOps"`
 	MinInterval minIntervalResult `json:"minInterval"`
@@ -130,6 +92,14 @@ type gateResult struct {
 }
 
 type scheduleResult struct {
+	Open    bool       `json:"open"`
+	Reason  string     `json:"reason,omitempty"`
+	Message string     `json:"message"`
+	Next    *time.Time `json:"next,omitempty"`
+}
+
+// stageResult is one gate's answer.
+type stageResult struct {
 	Open    bool       `json:"open"`
 	Reason  string     `json:"reason,omitempty"`
 	Message string     `json:"message"`
@@ -170,56 +140,38 @@ type requestResult struct {
 	RestartCount   int32      `json:"restartCount,omitempty"`
 }
 
-// analyze turns the facts into an explanation. It reads nothing and is
-// deterministic for given facts.
+// analyze turns the facts into an explanation through the same assessment
+// the manager runs. It reads nothing and is deterministic for given facts.
 func analyze(f *facts) *explanation {
+	kr := assess.CurrentRequest(f.requests)
+	af := f.assessFacts(kr)
+	a := assess.Assess(af)
 	e := &explanation{
-		Namespace:    f.namespace,
-		Kind:         string(f.kind),
-		Name:         f.name,
-		EvaluatedAt:  f.now.UTC(),
-		Dependencies: []dependencyResult{},
-		rollout:      f.rollout,
+		Namespace:      f.namespace,
+		Kind:           string(f.kind),
+		Name:           f.name,
+		EvaluatedAt:    f.now.UTC(),
+		Dependencies:   []dependencyResult{},
+		Policy:         policyResult{Selection: string(a.Selection.State), Candidates: a.Selection.Candidates},
+		Verdict:        string(a.Verdict),
+		VerdictMessage: a.VerdictMessage,
+		Summary:        a.Summary,
 	}
-	e.Policy, e.policy = selectPolicy(f.policies, f.workload.GetLabels())
-	kr := pickRequest(f.requests)
+	if p := a.Selection.Policy; p != nil {
+		e.Policy.Name = p.Name
+	}
 	if kr != nil {
 		e.Request = describeRequest(kr)
 	}
 	if f.requestsErr != nil {
 		e.RequestError = f.requestsErr.Error()
 	}
-
-	// Dependencies and Λ (model §6): the newest recorded change of the
-	// in-scope dependencies that have a record.
-	var from string
-	for i := range f.deps {
-		dr, change := describeDependency(&f.deps[i], e.policy)
-		e.Dependencies = append(e.Dependencies, dr)
-		switch {
-		case dr.Scope == scopeUnknown && dr.Record != recordNone && e.policy != nil && e.unknown == "":
-			e.unknown = fmt.Sprintf("cannot tell whether %s/%s is in the dependencySelector: %s", dr.Kind, dr.Name, dr.SourceError)
-		case dr.Scope == scopeIn && dr.Record == recordUnreadable && e.unknown == "":
-			e.unknown = fmt.Sprintf("cannot read the observation record of %s/%s: %s", dr.Kind, dr.Name, dr.RecordError)
-		case dr.Scope == scopeIn && !change.IsZero() && newer(change, e.recorded):
-			e.recorded = e.recorded.Max(change)
-			from = dr.Kind + "/" + dr.Name
-		}
+	for i, dr := range a.Dependencies {
+		e.Dependencies = append(e.Dependencies, describeDependency(dr, f.deps[i]))
 	}
-	latest := e.recorded
-	// The manager also answers the change its request carries (a person's
-	// restart, or a change handed over by a duplicate).
-	if kr != nil {
-		if c := request.AnnotatedChange(kr); newer(c, latest) {
-			latest = latest.Max(c)
-			from = "kickrequest/" + kr.Name + " (" + request.ChangeAnnotation + ")"
-		}
+	if !a.Latest.IsZero() && a.Selection.Policy != nil {
+		e.LatestChange = &changeResult{Earliest: a.Latest.Earliest.UTC(), Latest: a.Latest.Latest.UTC(), From: a.LatestFrom}
 	}
-	if !latest.IsZero() && e.policy != nil {
-		e.LatestChange = &changeResult{Earliest: latest.Earliest.UTC(), Latest: latest.Latest.UTC(), From: from}
-	}
-
-	// σ and completeness.
 	r := f.rollout
 	e.Rollout = rolloutResult{Complete: r.Complete, Reason: r.Reason, Message: r.Message, ReplicaSet: r.ReplicaSet}
 	if !r.Start.IsZero() {
@@ -227,159 +179,90 @@ func analyze(f *facts) *explanation {
 	}
 	if f.rolloutErr != nil {
 		e.Rollout = rolloutResult{Error: f.rolloutErr.Error()}
-		if e.unknown == "" {
-			e.unknown = "cannot inspect the rollout: " + f.rolloutErr.Error()
-		}
 	}
-
-	// The verdict.
-	switch {
-	case e.Policy.Selection == selectionNotSelected:
-		e.Verdict = verdictCannotAssess
-		e.VerdictMessage = fmt.Sprintf("not selected by any KickPolicy in %s; KICK does not manage it", f.namespace)
-	case e.Policy.Selection == selectionAmbiguous:
-		e.Verdict = verdictCannotAssess
-		e.VerdictMessage = fmt.Sprintf("selected by several KickPolicies (%s); KICK will not restart it", strings.Join(e.Policy.Candidates, ", "))
-	case e.unknown != "":
-		e.Verdict, e.VerdictMessage = verdictCannotAssess, e.unknown
-	default:
-		switch freshness.Decide(latest, r) {
-		case freshness.Fresh:
-			e.Verdict = verdictFresh
-		case freshness.Stale:
-			e.Verdict = verdictStale
-		default:
-			e.Verdict = verdictInProgress
-		}
-		e.VerdictMessage = freshness.Explain(latest, r)
+	if p := a.Selection.Policy; p != nil {
+		e.Gate = describeGate(a.Gate, p, af.GitOps, kr, af.Target.RestartedAt)
 	}
-
-	if e.policy != nil {
-		e.Gate = evaluateGate(f, e.policy, kr)
-	}
-	e.Summary = summarize(e)
 	return e
 }
 
-// newer reports whether c adds anything to known, bound by bound.
-func newer(c, known freshness.Change) bool {
-	return c.Earliest.After(known.Earliest) || c.Latest.After(known.Latest)
+// assessFacts are the facts in the assessment's terms. The GitOps stage is
+// the manager's last decision on the open request: explain does not query
+// GitOps tools itself.
+func (f *facts) assessFacts(kr *kickv1alpha1.KickRequest) assess.Facts {
+	af := assess.Facts{
+		Now:        f.now,
+		Target:     assess.Target{Kind: f.kind, Namespace: f.namespace, Name: f.name},
+		Policies:   f.policies,
+		Rollout:    f.rollout,
+		RolloutErr: f.rolloutErr,
+		Request:    kr,
+		GitOps:     recordedGitOps(kr),
+	}
+	if f.workload != nil {
+		af.Target.Labels = f.workload.GetLabels()
+		if tmpl, ok := discovery.PodTemplate(f.workload); ok {
+			af.Target.RestartedAt, _ = freshness.TemplateStamp(tmpl)
+		}
+	}
+	for _, df := range f.deps {
+		d := assess.Dependency{Kind: df.dep.Kind, Name: df.dep.Name, Fields: df.fields, Counted: counted(df.dep),
+			Labels: df.labels, Missing: df.missing, SourceErr: df.sourceErr, RecordErr: df.recordErr}
+		if df.record != nil {
+			d.Record = &df.record.Spec
+		}
+		af.Dependencies = append(af.Dependencies, d)
+	}
+	return af
 }
 
-// selectPolicy finds the one KickPolicy whose workloadSelector matches, as
-// the manager does (policies being deleted are ignored; an invalid
-// selector selects nothing).
-func selectPolicy(policies []kickv1alpha1.KickPolicy, labels map[string]string) (policyResult, *kickv1alpha1.KickPolicy) {
-	var matches []*kickv1alpha1.KickPolicy
-	for i := range policies {
-		p := &policies[i]
-		if p.DeletionTimestamp != nil {
-			continue
-		}
-		if c, _ := policy.Compile(p); c.MatchesWorkload(labels) {
-			matches = append(matches, p)
-		}
+// recordedGitOps is the GitOps decision the manager recorded on the open
+// request; nil when it recorded none (or stopped at an earlier gate).
+func recordedGitOps(kr *kickv1alpha1.KickRequest) *gitops.Decision {
+	if kr == nil || kr.Status.Phase.IsTerminal() || kr.Status.Gate == nil {
+		return nil
 	}
-	switch len(matches) {
-	case 0:
-		return policyResult{Selection: selectionNotSelected}, nil
-	case 1:
-		return policyResult{Selection: selectionSelected, Name: matches[0].Name}, matches[0]
+	g := kr.Status.Gate
+	fromGitOps := g.Stage == string(assess.StageGitOps) || g.Stage == "" && gitOpsOnlyReason(g.Reason)
+	if g.Reason != kickv1alpha1.GateAllowed && !fromGitOps {
+		return nil
 	}
-	names := make([]string, len(matches))
-	for i, p := range matches {
-		names[i] = p.Name
+	d := &gitops.Decision{Reason: g.Reason, Message: g.Message, Provider: kr.Status.Provider, Owner: kr.Status.Owner}
+	if g.RequeueAt != nil {
+		d.RequeueAt = g.RequeueAt.Time
 	}
-	sort.Strings(names)
-	return policyResult{Selection: selectionAmbiguous, Candidates: names}, nil
+	return d
 }
 
-// describeDependency reports one dependency and its recorded change.
-func describeDependency(df *depFacts, p *kickv1alpha1.KickPolicy) (dependencyResult, freshness.Change) {
-	d := dependencyResult{Kind: df.dep.Kind, Name: df.dep.Name, Fields: df.fields, SourceMissing: df.missing}
+// gitOpsOnlyReason reports whether only the GitOps stage gives a reason:
+// a status written before the gate recorded its stage is read by reason.
+func gitOpsOnlyReason(r kickv1alpha1.GateReason) bool {
+	switch r {
+	case kickv1alpha1.GateOwnerUnknown, kickv1alpha1.GateAmbiguousOwner, kickv1alpha1.GateOwnerOutOfSync,
+		kickv1alpha1.GateOwnerReconciling, kickv1alpha1.GateOwnerSuspended, kickv1alpha1.GatePromotionRunning,
+		kickv1alpha1.GateProjectUnknown, kickv1alpha1.GateProviderUnavailable:
+		return true
+	}
+	return false
+}
+
+// describeDependency reports one dependency as the assessment saw it.
+func describeDependency(dr assess.DependencyResult, df depFacts) dependencyResult {
+	d := dependencyResult{Kind: dr.Kind, Name: dr.Name, Fields: dr.Fields, SourceMissing: dr.Missing,
+		Scope: dr.Scope, ScopeDetail: dr.ScopeDetail, Record: dr.Record}
 	if df.sourceErr != nil {
 		d.SourceError = df.sourceErr.Error()
 	}
-	if !counted(df.dep) {
-		d.Scope, d.Record = scopeNotCounted, recordNotCounted
-		d.ScopeDetail = "KICK's freshness check reads Secrets and ConfigMaps only"
-		return d, freshness.Change{}
+	if df.recordErr != nil {
+		d.RecordError = df.recordErr.Error()
 	}
-	hasSelector := p != nil && p.Spec.Discovery != nil && p.Spec.Discovery.DependencySelector != nil
-	switch {
-	case p == nil:
-		d.Scope, d.ScopeDetail = scopeUnknown, "no single KickPolicy selects the workload"
-	case !hasSelector:
-		d.Scope = scopeIn
-	case df.missing:
-		d.Scope, d.ScopeDetail = scopeOut, "the source does not exist"
-	case df.sourceErr != nil:
-		d.Scope, d.ScopeDetail = scopeUnknown, "cannot read the source's labels"
-	case policy.DependencyInScope(p, df.labels):
-		d.Scope = scopeIn
-	default:
-		d.Scope, d.ScopeDetail = scopeOut, "outside the policy's dependencySelector"
-	}
-	var change freshness.Change
-	switch {
-	case df.recordErr != nil:
-		d.Record, d.RecordError = recordUnreadable, df.recordErr.Error()
-	case df.record == nil:
-		d.Record = recordNone
-	default:
-		change = request.RecordedChange(&df.record.Spec)
-		d.Record = recordRelevant
-		if df.record.Spec.Class == kickv1alpha1.ObservationBaseline {
-			d.Record = recordBaseline
-		}
-		if !change.IsZero() {
-			d.LastRelevantChange = timePtr(change.Earliest)
-			if change.Latest.After(change.Earliest) {
-				d.LastRelevantChangeBy = timePtr(change.Latest)
-			}
+	if !dr.Change.IsZero() {
+		d.LastRelevantChange = timePtr(dr.Change.Earliest)
+		if dr.Change.Latest.After(dr.Change.Earliest) {
+			d.LastRelevantChangeBy = timePtr(dr.Change.Latest)
 		}
 	}
-	return d, change
-}
-
-// pickRequest returns the open request of the target (the oldest, which
-// is the one KICK keeps when it coalesces), else the one that finished
-// last.
-func pickRequest(requests []kickv1alpha1.KickRequest) *kickv1alpha1.KickRequest {
-	var open, last *kickv1alpha1.KickRequest
-	for i := range requests {
-		kr := &requests[i]
-		if kr.DeletionTimestamp != nil {
-			continue
-		}
-		if !kr.Status.Phase.IsTerminal() {
-			if open == nil || olderRequest(kr, open) {
-				open = kr
-			}
-			continue
-		}
-		if last == nil || completedAt(kr).After(completedAt(last)) {
-			last = kr
-		}
-	}
-	if open != nil {
-		return open
-	}
-	return last
-}
-
-func olderRequest(a, b *kickv1alpha1.KickRequest) bool {
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
-	}
-	return a.Name < b.Name
-}
-
-func completedAt(kr *kickv1alpha1.KickRequest) time.Time {
-	if kr.Status.CompletionTime != nil {
-		return kr.Status.CompletionTime.Time
-	}
-	return kr.CreationTimestamp.Time
+	return d
 }
 
 func describeRequest(kr *kickv1alpha1.KickRequest) *requestResult {
@@ -390,7 +273,7 @@ func describeRequest(kr *kickv1alpha1.KickRequest) *requestResult {
 	r := &requestResult{Name: kr.Name, Open: !phase.IsTerminal(), Phase: string(phase), RestartCount: kr.Status.RestartCount}
 	switch {
 	case phase.IsTerminal():
-		if c := meta.FindStatusCondition(kr.Status.Conditions, conditionCompleted); c != nil {
+		if c := meta.FindStatusCondition(kr.Status.Conditions, kickv1alpha1.ConditionCompleted); c != nil {
 			r.Reason, r.Message = c.Reason, c.Message
 		}
 		if kr.Status.CompletionTime != nil {
@@ -408,85 +291,52 @@ func describeRequest(kr *kickv1alpha1.KickRequest) *requestResult {
 // Gate reasons only the manager can decide; "Unknown" is explain's own.
 const gateUnknown = "Unknown"
 
-// evaluateGate evaluates what it can locally, at f.now, in the manager's
-// order: suspend, native windows, the GitOps stage, restart.minInterval.
-// The GitOps stage is taken from the manager's last decision on the open
-// request; explain does not query GitOps tools itself.
-func evaluateGate(f *facts, p *kickv1alpha1.KickPolicy, kr *kickv1alpha1.KickRequest) *gateResult {
-	g := &gateResult{Suspend: p.Spec.Suspend, DryRun: p.Spec.DryRun, Reason: string(kickv1alpha1.GateAllowed)}
-	block := func(reason kickv1alpha1.GateReason, until time.Time) {
-		if g.Reason != string(kickv1alpha1.GateAllowed) && g.Reason != gateUnknown {
-			return // an earlier stage already blocks
-		}
-		g.Reason = string(reason)
-		g.Until = nil
-		if !until.IsZero() {
-			g.Until = timePtr(until)
-		}
+// describeGate renders the assessment's gate, stage by stage.
+func describeGate(g assess.Gate, p *kickv1alpha1.KickPolicy, recorded *gitops.Decision, kr *kickv1alpha1.KickRequest, restartedAt time.Time) *gateResult {
+	out := &gateResult{Reason: string(g.Reason), Stage: string(g.Stage), Suspend: p.Spec.Suspend, DryRun: g.DryRun}
+	if g.Reason == "" {
+		out.Reason = gateUnknown
 	}
-	if p.Spec.Suspend {
-		block(kickv1alpha1.GateSuspended, time.Time{})
+	if !g.Until.IsZero() {
+		out.Until = timePtr(g.Until)
 	}
-
-	g.Schedule = scheduleResult{Open: true, Message: "no schedule windows: restarts may run at any time"}
-	if p.Spec.Schedule != nil && len(p.Spec.Schedule.Windows) > 0 {
-		sched, err := schedule.Compile(p.Spec.Schedule.Windows)
-		if err != nil {
-			g.Schedule = scheduleResult{Reason: string(kickv1alpha1.GateConfigurationError),
-				Message: strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")}
-			block(kickv1alpha1.GateConfigurationError, time.Time{})
-		} else {
-			d := sched.Decide(f.now)
-			g.Schedule = scheduleResult{Open: d.Open, Message: d.Message}
-			if !d.Next.IsZero() {
-				g.Schedule.Next = timePtr(d.Next)
-			}
-			if !d.Open {
-				g.Schedule.Reason = string(kickv1alpha1.GateOutsideSchedule)
-				block(kickv1alpha1.GateOutsideSchedule, d.Next)
-			}
-		}
+	if s, ok := g.StageResult(assess.StageSettle); ok {
+		out.Settle = stageResult{Open: s.Open, Reason: blocking(s), Message: s.Message, Next: optTime(s.Next)}
 	}
-
-	provider := p.Spec.EffectiveProvider()
-	g.GitOps = gitOpsResult{Provider: string(provider)}
-	if provider == kickv1alpha1.ProviderNone {
-		g.GitOps.Message = "no GitOps gate"
-	} else {
-		rec := recordedDecision(kr)
-		g.GitOps.Recorded = rec
+	if s, ok := g.StageResult(assess.StageSchedule); ok {
+		out.Schedule = scheduleResult{Open: s.Open, Reason: blocking(s), Message: s.Message, Next: optTime(s.Next)}
+	}
+	if s, ok := g.StageResult(assess.StageGitOps); ok {
+		out.GitOps = gitOpsResult{Provider: string(p.Spec.EffectiveProvider()), Message: s.Message}
 		switch {
-		case rec == nil:
-			g.GitOps.Message = fmt.Sprintf("decided by the manager when a change arrives (provider %s)", provider)
-			block(gateUnknown, time.Time{})
-		case rec.Reason == string(kickv1alpha1.GateAllowed):
-			g.GitOps.Message = "allowed at the manager's last evaluation"
-		case isGitOpsReason(kickv1alpha1.GateReason(rec.Reason)):
-			g.GitOps.Message = "held back at the manager's last evaluation"
-			until := time.Time{}
-			if rec.RequeueAt != nil {
-				until = *rec.RequeueAt
-			}
-			block(kickv1alpha1.GateReason(rec.Reason), until)
+		case p.Spec.EffectiveProvider() == kickv1alpha1.ProviderNone:
+		case recorded == nil:
+			out.GitOps.Message = fmt.Sprintf("decided by the manager when a change arrives (provider %s)", p.Spec.EffectiveProvider())
 		default:
-			// The manager stopped at an earlier stage and did not ask the
-			// GitOps tool.
-			g.GitOps.Message = fmt.Sprintf("not evaluated yet: the manager's last decision stopped at %s (provider %s)", rec.Reason, provider)
-			block(gateUnknown, time.Time{})
+			out.GitOps.Recorded = recordedDecision(kr)
+			out.GitOps.Message = "held back at the manager's last evaluation"
+			if recorded.Allowed() {
+				out.GitOps.Message = "allowed at the manager's last evaluation"
+			}
 		}
 	}
-
 	interval := p.Spec.EffectiveMinInterval()
-	g.MinInterval = minIntervalResult{Interval: interval.String(), Elapsed: true}
-	if tmpl, ok := discoveryTemplateStamp(f); ok {
-		next := tmpl.Add(interval)
-		g.MinInterval.LastRestart, g.MinInterval.NextAllowed = timePtr(tmpl), timePtr(next)
-		if f.now.Before(next) {
-			g.MinInterval.Elapsed = false
-			block(kickv1alpha1.GateMinIntervalNotElapsed, next)
-		}
+	out.MinInterval = minIntervalResult{Interval: interval.String(), Elapsed: true}
+	if !restartedAt.IsZero() {
+		out.MinInterval.LastRestart, out.MinInterval.NextAllowed = timePtr(restartedAt), timePtr(restartedAt.Add(interval))
 	}
-	return g
+	if s, ok := g.StageResult(assess.StageMinInterval); ok {
+		out.MinInterval.Elapsed = s.Open
+	}
+	return out
+}
+
+// blocking is a stage's reason when it holds the restart back.
+func blocking(s assess.StageResult) string {
+	if s.Open {
+		return ""
+	}
+	return string(s.Reason)
 }
 
 // recordedDecision is the gate decision the manager recorded on the open
@@ -506,58 +356,11 @@ func recordedDecision(kr *kickv1alpha1.KickRequest) *recordedGate {
 	return rec
 }
 
-// isGitOpsReason reports whether a gate reason comes from the GitOps
-// stage (OutsideSchedule counts: Argo CD sync windows report it too).
-func isGitOpsReason(r kickv1alpha1.GateReason) bool {
-	switch r {
-	case kickv1alpha1.GateOwnerUnknown, kickv1alpha1.GateAmbiguousOwner, kickv1alpha1.GateOwnerOutOfSync,
-		kickv1alpha1.GateOwnerReconciling, kickv1alpha1.GateOwnerSuspended, kickv1alpha1.GatePromotionRunning,
-		kickv1alpha1.GateProjectUnknown, kickv1alpha1.GateProviderUnavailable, kickv1alpha1.GateOutsideSchedule:
-		return true
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
 	}
-	return false
-}
-
-// discoveryTemplateStamp is the restartedAt stamp on the workload's pod
-// template.
-func discoveryTemplateStamp(f *facts) (time.Time, bool) {
-	tmpl, ok := discovery.PodTemplate(f.workload)
-	if !ok {
-		return time.Time{}, false
-	}
-	return freshness.TemplateStamp(tmpl)
-}
-
-// summarize is the one-line answer.
-func summarize(e *explanation) string {
-	switch e.Verdict {
-	case verdictCannotAssess:
-		return "cannot assess: " + e.VerdictMessage
-	case verdictFresh:
-		return "nothing to do: fresh"
-	case verdictInProgress:
-		s := "waiting for " + orDefault(e.Rollout.Reason, freshness.RolloutInProgress)
-		if e.Rollout.Message != "" {
-			s += ": " + e.Rollout.Message
-		}
-		return s
-	}
-	g := e.Gate
-	switch {
-	case g == nil:
-		return "cannot assess: no KickPolicy"
-	case g.Reason == gateUnknown:
-		return fmt.Sprintf("would restart now if the GitOps gate allows it (provider %s)", g.GitOps.Provider)
-	case g.Reason != string(kickv1alpha1.GateAllowed):
-		s := "waiting for " + g.Reason
-		if g.Until != nil {
-			s += " until " + formatTime(*g.Until)
-		}
-		return s
-	case g.DryRun:
-		return "would restart now (dry run: KICK records phase DryRun and patches nothing)"
-	}
-	return "would restart now"
+	return timePtr(t)
 }
 
 func orDefault(s, def string) string {

@@ -20,7 +20,6 @@ import (
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/discovery"
 	"github.com/kick-operator/kick/restart/freshness"
-	"github.com/kick-operator/kick/restart/request"
 )
 
 // explainOptions is the parsed command line of "explain".
@@ -235,7 +234,7 @@ func (s *session) requestsFor(ctx context.Context, kind kickv1alpha1.TargetKind,
 		return nil, readError("list", requestsResource, s.namespace, err)
 	}
 	var kr kickv1alpha1.KickRequest
-	if gerr := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: request.Name(kind, name)}, &kr); gerr != nil {
+	if gerr := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: kickv1alpha1.RequestName(kind, name)}, &kr); gerr != nil {
 		if apierrors.IsNotFound(gerr) && !isMissingResource(gerr) {
 			return nil, nil
 		}

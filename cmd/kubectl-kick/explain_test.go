@@ -16,9 +16,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/restart/assess"
 	"github.com/kick-operator/kick/restart/discovery"
 	"github.com/kick-operator/kick/restart/freshness"
-	"github.com/kick-operator/kick/restart/request"
 )
 
 var t0 = time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
@@ -139,7 +139,7 @@ func TestExplainVerdicts(t *testing.T) {
 		contains []string
 	}{
 		{
-			name: "fresh: the baseline predates the rollout", verdict: verdictFresh, summary: "nothing to do: fresh",
+			name: "fresh: the baseline predates the rollout", verdict: string(assess.Fresh), summary: "nothing to do: fresh",
 			contains: []string{
 				"KickPolicy:     web-only",
 				"Secret/db  containers[app].envFrom  in scope  changed between 2026-05-01T09:00:00Z and 2026-05-01T09:00:00.5Z (baseline",
@@ -152,7 +152,7 @@ func TestExplainVerdicts(t *testing.T) {
 			},
 		},
 		{
-			name: "stale under a dry-run policy", verdict: verdictStale,
+			name: "stale under a dry-run policy", verdict: string(assess.Stale),
 			summary: "would restart now (dry run: KICK records phase DryRun and patches nothing)",
 			setup: func(s *scene) {
 				s.policies[0].Spec.DryRun = true
@@ -166,7 +166,7 @@ func TestExplainVerdicts(t *testing.T) {
 			},
 		},
 		{
-			name: "stale inside a Deny window", verdict: verdictStale,
+			name: "stale inside a Deny window", verdict: string(assess.Stale),
 			summary: "waiting for OutsideSchedule until 2026-05-01T12:00:00Z",
 			setup: func(s *scene) {
 				s.policies[0].Spec.Schedule = &kickv1alpha1.ScheduleSpec{Windows: []kickv1alpha1.ScheduleWindow{{Type: kickv1alpha1.WindowDeny, Cron: "0 10 * * *", Duration: "2h"}}}
@@ -175,7 +175,7 @@ func TestExplainVerdicts(t *testing.T) {
 			contains: []string{"schedule:     closed: waiting for OutsideSchedule until 2026-05-01T12:00:00Z (inside Deny window 0 until 2026-05-01T12:00:00Z)"},
 		},
 		{
-			name: "stale within minInterval of the last restart", verdict: verdictStale,
+			name: "stale within minInterval of the last restart", verdict: string(assess.Stale),
 			summary: "waiting for MinIntervalNotElapsed until 2026-05-01T10:10:20Z",
 			setup: func(s *scene) {
 				s.deploy.Spec.Template.Annotations = map[string]string{freshness.RestartedAtAnnotation: freshness.FormatStamp(t0.Add(9*time.Minute + 50*time.Second))}
@@ -184,7 +184,7 @@ func TestExplainVerdicts(t *testing.T) {
 			contains: []string{"minInterval:  30s: last restart stamped 2026-05-01T10:09:50Z; waiting for MinIntervalNotElapsed until 2026-05-01T10:10:20Z"},
 		},
 		{
-			name: "stale, suspended", verdict: verdictStale, summary: "waiting for Suspended",
+			name: "stale, suspended", verdict: string(assess.Stale), summary: "waiting for Suspended",
 			setup: func(s *scene) {
 				s.policies[0].Spec.Suspend = true
 				s.relevantChange(t0.Add(time.Minute))
@@ -192,7 +192,7 @@ func TestExplainVerdicts(t *testing.T) {
 			contains: []string{"suspend:      yes"},
 		},
 		{
-			name: "stale, GitOps provider without a recorded decision", verdict: verdictStale,
+			name: "stale, GitOps provider without a recorded decision", verdict: string(assess.Stale),
 			summary: "would restart now if the GitOps gate allows it (provider ArgoCD)",
 			setup: func(s *scene) {
 				s.policies[0].Spec.GitOps = &kickv1alpha1.GitOpsSpec{Provider: kickv1alpha1.ProviderArgoCD}
@@ -201,7 +201,7 @@ func TestExplainVerdicts(t *testing.T) {
 			contains: []string{"gitOps:       provider ArgoCD: decided by the manager when a change arrives (provider ArgoCD)"},
 		},
 		{
-			name: "stale, GitOps provider with the manager's decision on the open request", verdict: verdictStale,
+			name: "stale, GitOps provider with the manager's decision on the open request", verdict: string(assess.Stale),
 			summary: "waiting for OwnerOutOfSync until 2026-05-01T10:15:00Z",
 			setup: func(s *scene) {
 				s.policies[0].Spec.GitOps = &kickv1alpha1.GitOpsSpec{Provider: kickv1alpha1.ProviderArgoCD}
@@ -220,7 +220,7 @@ func TestExplainVerdicts(t *testing.T) {
 			},
 		},
 		{
-			name: "rollout in progress", verdict: verdictInProgress, summary: "waiting for RolloutInProgress: 0 of 1 replicas updated",
+			name: "rollout in progress", verdict: string(assess.InProgress), summary: "waiting for RolloutInProgress: 0 of 1 replicas updated",
 			setup: func(s *scene) {
 				s.deploy.Status.UpdatedReplicas = 0
 				s.relevantChange(t0.Add(time.Minute))
@@ -228,8 +228,8 @@ func TestExplainVerdicts(t *testing.T) {
 			contains: []string{"Verdict:        rollout in progress: rollout not complete (RolloutInProgress)"},
 		},
 		{
-			name: "not selected", verdict: verdictCannotAssess,
-			summary: "cannot assess: not selected by any KickPolicy in shop; KICK does not manage it",
+			name: "not selected", verdict: string(assess.CannotAssess),
+			summary: "cannot assess: no KickPolicy in namespace shop selects Deployment/web",
 			setup:   func(s *scene) { s.policies = nil },
 			contains: []string{
 				"KickPolicy:     not selected by any KickPolicy in shop",
@@ -239,13 +239,13 @@ func TestExplainVerdicts(t *testing.T) {
 			},
 		},
 		{
-			name: "selected by several", verdict: verdictCannotAssess,
-			summary:  "cannot assess: selected by several KickPolicies (a, b); KICK will not restart it",
+			name: "selected by several", verdict: string(assess.CannotAssess),
+			summary:  "cannot assess: KickPolicies a and b all select Deployment/web; KICK restarts a workload only when exactly one policy selects it, so narrow their workloadSelectors",
 			setup:    func(s *scene) { s.policies = []kickv1alpha1.KickPolicy{policyFor("b", "web"), policyFor("a", "web")} },
 			contains: []string{"KickPolicy:     selected by several: a, b — KICK will not restart it"},
 		},
 		{
-			name: "a change outside the dependencySelector does not count", verdict: verdictFresh, summary: "nothing to do: fresh",
+			name: "a change outside the dependencySelector does not count", verdict: string(assess.Fresh), summary: "nothing to do: fresh",
 			setup: func(s *scene) {
 				s.policies[0].Spec.Discovery.DependencySelector = &metav1.LabelSelector{MatchLabels: map[string]string{"kick": "yes"}}
 				s.relevantChange(t0.Add(time.Minute))
@@ -256,14 +256,14 @@ func TestExplainVerdicts(t *testing.T) {
 			},
 		},
 		{
-			name: "missing source without a record", verdict: verdictFresh, summary: "nothing to do: fresh",
+			name: "missing source without a record", verdict: string(assess.Fresh), summary: "nothing to do: fresh",
 			setup: func(s *scene) {
 				s.deps[0].record, s.deps[0].labels, s.deps[0].missing = nil, nil, true
 			},
 			contains: []string{"Secret/db  containers[app].envFrom  in scope  source missing; no record yet (baseline not observed)"},
 		},
 		{
-			name: "unreadable records", verdict: verdictCannotAssess,
+			name: "unreadable records", verdict: string(assess.CannotAssess),
 			summary: `cannot assess: cannot read the observation record of Secret/db: permission denied: you need "get" on sourceobservations.kick.corewire.io in namespace shop (ask for a Role granting it)`,
 			setup: func(s *scene) {
 				s.deps[0].record = nil
@@ -272,10 +272,10 @@ func TestExplainVerdicts(t *testing.T) {
 			contains: []string{"record unreadable: permission denied"},
 		},
 		{
-			name: "the open request's change counts", verdict: verdictStale, summary: "would restart now",
+			name: "the open request's change counts", verdict: string(assess.Stale), summary: "would restart now",
 			setup: func(s *scene) {
 				kr := kickv1alpha1.KickRequest{ObjectMeta: metav1.ObjectMeta{Name: "deployment-web", Namespace: "shop",
-					Annotations: map[string]string{request.ChangeAnnotation: "2026-05-01T10:09:00.5Z"}}}
+					Annotations: map[string]string{kickv1alpha1.ChangeAnnotation: "2026-05-01T10:09:00.5Z"}}}
 				kr.Spec.TargetRef = kickv1alpha1.TargetRef{Kind: kickv1alpha1.TargetDeployment, Name: "web"}
 				kr.Status.Phase = kickv1alpha1.PhasePending
 				s.requests = append(s.requests, kr)
@@ -324,13 +324,13 @@ func TestExplainPicksTheOpenRequest(t *testing.T) {
 	done2 := mk("b", t0, kickv1alpha1.PhaseFailed, t0.Add(2*time.Minute))
 	open1 := mk("c", t0.Add(time.Second), kickv1alpha1.PhaseWaitingForGate, time.Time{})
 	open2 := mk("d", t0.Add(2*time.Second), kickv1alpha1.PhasePending, time.Time{})
-	if kr := pickRequest([]kickv1alpha1.KickRequest{done1, open2, done2, open1}); kr == nil || kr.Name != "c" {
+	if kr := assess.CurrentRequest([]kickv1alpha1.KickRequest{done1, open2, done2, open1}); kr == nil || kr.Name != "c" {
 		t.Fatalf("picked %v, want the oldest open request c", kr)
 	}
-	if kr := pickRequest([]kickv1alpha1.KickRequest{done1, done2}); kr == nil || kr.Name != "b" {
+	if kr := assess.CurrentRequest([]kickv1alpha1.KickRequest{done1, done2}); kr == nil || kr.Name != "b" {
 		t.Fatalf("picked %v, want the request that finished last, b", kr)
 	}
-	if kr := pickRequest(nil); kr != nil {
+	if kr := assess.CurrentRequest(nil); kr != nil {
 		t.Fatalf("picked %v from none", kr)
 	}
 }

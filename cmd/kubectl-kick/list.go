@@ -108,7 +108,7 @@ func printTable(out io.Writer, items []kickv1alpha1.KickRequest, withNamespace b
 // request, else the last gate reason.
 func requestReason(kr *kickv1alpha1.KickRequest) string {
 	if kr.Status.Phase.IsTerminal() {
-		if c := meta.FindStatusCondition(kr.Status.Conditions, conditionCompleted); c != nil {
+		if c := meta.FindStatusCondition(kr.Status.Conditions, kickv1alpha1.ConditionCompleted); c != nil {
 			return c.Reason
 		}
 	}

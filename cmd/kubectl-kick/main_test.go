@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
-	"github.com/kick-operator/kick/restart/request"
 )
 
 func TestHelpAndUsage(t *testing.T) {
@@ -95,11 +94,11 @@ func TestKindAliases(t *testing.T) {
 
 func TestRequestNameAndTarget(t *testing.T) {
 	o := &restartOptions{kind: kickv1alpha1.TargetRollout, name: "canary", reason: "ci"}
-	kr := newRequest(objectKey("ns", request.Name(o.kind, o.name)), o)
+	kr := newRequest(objectKey("ns", kickv1alpha1.RequestName(o.kind, o.name)), o)
 	if kr.Name != "rollout-canary" || kr.Spec.TargetRef.APIVersion != kickv1alpha1.ArgoRolloutsAPIVersion || kr.Spec.Reason != "ci" {
 		t.Fatalf("request = %+v", kr)
 	}
-	if _, ok := kr.Labels[request.ManagedByLabel]; ok {
+	if _, ok := kr.Labels[kickv1alpha1.ManagedByLabel]; ok {
 		t.Fatal("a CLI request must not carry the managed-by label")
 	}
 	o.kind = kickv1alpha1.TargetDeployment
@@ -121,20 +120,20 @@ func TestReopenPatch(t *testing.T) {
 	if err := json.Unmarshal(patch, &p); err != nil {
 		t.Fatal(err)
 	}
-	if got := p.Metadata.Annotations[request.ChangeAnnotation]; got != "2026-03-01T11:00:01.123456789Z" || value != got {
+	if got := p.Metadata.Annotations[kickv1alpha1.ChangeAnnotation]; got != "2026-03-01T11:00:01.123456789Z" || value != got {
 		t.Fatalf("change annotation = %q, returned %q", got, value)
 	}
 	if p.Spec["reason"] != "ci" {
 		t.Fatalf("reason = %v", p.Spec["reason"])
 	}
 	// A newer change already recorded is never moved back; no reason clears it.
-	kr.Annotations = map[string]string{request.ChangeAnnotation: "2026-03-01T11:00:00Z/2026-03-01T11:00:05Z"}
+	kr.Annotations = map[string]string{kickv1alpha1.ChangeAnnotation: "2026-03-01T11:00:00Z/2026-03-01T11:00:05Z"}
 	p.Spec = nil
 	patch, _ = reopenPatch(kr, "", now)
 	if err := json.Unmarshal(patch, &p); err != nil {
 		t.Fatal(err)
 	}
-	if got := p.Metadata.Annotations[request.ChangeAnnotation]; got != "2026-03-01T11:00:05Z" {
+	if got := p.Metadata.Annotations[kickv1alpha1.ChangeAnnotation]; got != "2026-03-01T11:00:05Z" {
 		t.Fatalf("change annotation = %q", got)
 	}
 	if v, ok := p.Spec["reason"]; !ok || v != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/restart/assess"
 )
 
 // printExplanation prints an explanation for people: one "Label: value"
@@ -18,9 +19,9 @@ func printExplanation(out io.Writer, e *explanation) {
 	}
 	line("Workload", "%s %s/%s", e.Kind, e.Namespace, e.Name)
 	switch e.Policy.Selection {
-	case selectionSelected:
+	case string(assess.Selected):
 		line("KickPolicy", "%s", e.Policy.Name)
-	case selectionNotSelected:
+	case string(assess.NotSelected):
 		line("KickPolicy", "not selected by any KickPolicy in %s", e.Namespace)
 	default:
 		line("KickPolicy", "selected by several: %s — KICK will not restart it", strings.Join(e.Policy.Candidates, ", "))
@@ -42,7 +43,7 @@ func printExplanation(out io.Writer, e *explanation) {
 	}
 
 	line("Rollout", "%s", rolloutText(e.Rollout))
-	if e.Policy.Selection == selectionSelected {
+	if e.Policy.Selection == string(assess.Selected) {
 		line("Latest change", "%s", latestChangeText(e.LatestChange))
 	} else {
 		line("Latest change", "unknown: without a single KickPolicy the dependency scope is unknown (Λ)")
@@ -84,11 +85,11 @@ func printExplanation(out io.Writer, e *explanation) {
 
 func scopeText(d dependencyResult) string {
 	switch d.Scope {
-	case scopeIn:
+	case assess.ScopeIn:
 		return "in scope"
-	case scopeOut:
+	case assess.ScopeOut:
 		return "out of scope (" + d.ScopeDetail + ")"
-	case scopeNotCounted:
+	case assess.ScopeNotCounted:
 		return "not counted (" + d.ScopeDetail + ")"
 	}
 	return "scope unknown (" + d.ScopeDetail + ")"
@@ -102,15 +103,15 @@ func recordText(d dependencyResult) string {
 		parts = append(parts, "source unreadable: "+d.SourceError)
 	}
 	switch d.Record {
-	case recordNotCounted:
+	case assess.RecordNotCounted:
 		if len(parts) == 0 {
 			return "-"
 		}
-	case recordNone:
+	case assess.RecordNone:
 		parts = append(parts, "no record yet (baseline not observed)")
-	case recordUnreadable:
+	case assess.RecordUnreadable:
 		parts = append(parts, "record unreadable: "+d.RecordError)
-	case recordRelevant, recordBaseline:
+	case assess.RecordRelevant, assess.RecordBaseline:
 		parts = append(parts, changeText(d))
 	}
 	return strings.Join(parts, "; ")
@@ -120,7 +121,7 @@ func changeText(d dependencyResult) string {
 	if d.LastRelevantChange == nil {
 		return "record has no change time"
 	}
-	if d.Record == recordRelevant {
+	if d.Record == assess.RecordRelevant {
 		return "changed at " + formatTime(*d.LastRelevantChange) + " (seen by KICK)"
 	}
 	if d.LastRelevantChangeBy != nil {
@@ -160,11 +161,11 @@ func latestChangeText(c *changeResult) string {
 
 func verdictText(v string) string {
 	switch v {
-	case verdictFresh:
+	case string(assess.Fresh):
 		return "fresh"
-	case verdictStale:
+	case string(assess.Stale):
 		return "stale"
-	case verdictInProgress:
+	case string(assess.InProgress):
 		return "rollout in progress"
 	}
 	return "cannot assess"

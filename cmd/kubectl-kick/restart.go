@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
-	"github.com/kick-operator/kick/restart/request"
+	"github.com/kick-operator/kick/restart/assess"
 )
 
 const requestsResource = "kickrequests.kick.corewire.io"
@@ -118,7 +118,7 @@ func runRestart(ctx context.Context, args []string, stdout, stderr io.Writer) in
 }
 
 func (s *session) restart(ctx context.Context, o *restartOptions, stdout, stderr io.Writer) int {
-	key := client.ObjectKey{Namespace: s.namespace, Name: request.Name(o.kind, o.name)}
+	key := client.ObjectKey{Namespace: s.namespace, Name: kickv1alpha1.RequestName(o.kind, o.name)}
 	target := fmt.Sprintf("%s/%s", strings.ToLower(string(o.kind)), o.name)
 	kr := &kickv1alpha1.KickRequest{}
 	var mark since
@@ -182,18 +182,14 @@ func newRequest(key client.ObjectKey, o *restartOptions) *kickv1alpha1.KickReque
 }
 
 // reopenPatch is the merge patch that reopens a finished request: a change
-// at now in request.ChangeAnnotation (never earlier than the one already
+// at now in kickv1alpha1.ChangeAnnotation (never earlier than the one already
 // there, in the reconciler's format: RFC 3339 with nanoseconds, UTC) and
 // the new reason (or none).
 func reopenPatch(kr *kickv1alpha1.KickRequest, reason string, now time.Time) ([]byte, string) {
 	change := now.UTC()
-	if v, ok := kr.Annotations[request.ChangeAnnotation]; ok {
-		// "<earliest>" or "<earliest>/<latest>": keep the newest bound.
-		for _, part := range strings.Split(v, "/") {
-			if t, err := time.Parse(time.RFC3339Nano, part); err == nil && t.After(change) {
-				change = t.UTC()
-			}
-		}
+	if known := assess.AnnotatedChange(kr); known.Latest.After(change) {
+		// Never earlier than the change already there.
+		change = known.Latest
 	}
 	var r any
 	if reason != "" {
@@ -201,7 +197,7 @@ func reopenPatch(kr *kickv1alpha1.KickRequest, reason string, now time.Time) ([]
 	}
 	value := change.Format(time.RFC3339Nano)
 	patch := map[string]any{
-		"metadata": map[string]any{"annotations": map[string]any{request.ChangeAnnotation: value}},
+		"metadata": map[string]any{"annotations": map[string]any{kickv1alpha1.ChangeAnnotation: value}},
 		"spec":     map[string]any{"reason": r},
 	}
 	b, _ := json.Marshal(patch)
@@ -323,7 +319,7 @@ func statusLine(kr *kickv1alpha1.KickRequest) string {
 	reason, message := "", ""
 	switch {
 	case phase.IsTerminal():
-		if c := meta.FindStatusCondition(kr.Status.Conditions, conditionCompleted); c != nil {
+		if c := meta.FindStatusCondition(kr.Status.Conditions, kickv1alpha1.ConditionCompleted); c != nil {
 			reason, message = c.Reason, c.Message
 		}
 	case kr.Status.Gate != nil && (phase.IsWaiting() || kr.Status.Gate.Reason.Blocks()):
@@ -341,10 +337,6 @@ func statusLine(kr *kickv1alpha1.KickRequest) string {
 	return strings.TrimRight(line, " ")
 }
 
-// conditionCompleted is the condition a finished request explains its
-// outcome with.
-const conditionCompleted = "Completed"
-
 // exitCode maps a terminal phase to the exit code of "restart --wait".
 func exitCode(phase kickv1alpha1.KickRequestPhase) int {
 	switch phase {
@@ -360,7 +352,7 @@ func finish(kr *kickv1alpha1.KickRequest, stdout, stderr io.Writer) int {
 	code := exitCode(kr.Status.Phase)
 	if code == exitFailed {
 		msg := "no reason recorded"
-		if c := meta.FindStatusCondition(kr.Status.Conditions, conditionCompleted); c != nil {
+		if c := meta.FindStatusCondition(kr.Status.Conditions, kickv1alpha1.ConditionCompleted); c != nil {
 			msg = c.Reason + ": " + c.Message
 		}
 		fmt.Fprintf(stderr, "kubectl kick: restart of %s/%s failed: %s\n", strings.ToLower(string(kr.Spec.TargetRef.Kind)), kr.Spec.TargetRef.Name, msg)

@@ -253,14 +253,14 @@ func TestExplain(t *testing.T) {
 	mustContain(t, "explain deployment/lonely", out,
 		"KickPolicy:     not selected by any KickPolicy in "+f.NS+"\n",
 		"Gate:           not evaluated",
-		"Summary:        cannot assess: not selected by any KickPolicy in "+f.NS+"; KICK does not manage it\n")
+		"Summary:        cannot assess: no KickPolicy in namespace "+f.NS+" selects Deployment/lonely\n")
 	code, out, _ = f.kick("explain", "deployment/contested")
 	if code != 0 {
 		t.Fatalf("explain of a contested workload = %d, want 0", code)
 	}
 	mustContain(t, "explain deployment/contested", out,
 		"KickPolicy:     selected by several: a, b — KICK will not restart it\n",
-		"Summary:        cannot assess: selected by several KickPolicies (a, b); KICK will not restart it\n")
+		"Summary:        cannot assess: KickPolicies a and b all select Deployment/contested; KICK restarts a workload only when exactly one policy selects it, so narrow their workloadSelectors\n")
 
 	// (5) Errors: exit 1 with a message; bad usage exit 2.
 	for _, tc := range []struct {

@@ -21,6 +21,9 @@ type Selection struct {
 	Reason kickv1alpha1.GateReason
 	// Message explains Reason to a person; empty with Reason.
 	Message string
+	// Candidates name, sorted, the policies that select the workload when
+	// several do (GateAmbiguousPolicy).
+	Candidates []string
 }
 
 // Workload names a workload and carries its labels, for selection and
@@ -84,7 +87,7 @@ func SelectWorkload(policies []kickv1alpha1.KickPolicy, w Workload) Selection {
 		return Selection{Policy: &policies[first]}
 	}
 	sort.Strings(matches)
-	return Selection{Reason: kickv1alpha1.GateAmbiguousPolicy, Message: fmt.Sprintf(
+	return Selection{Reason: kickv1alpha1.GateAmbiguousPolicy, Candidates: matches, Message: fmt.Sprintf(
 		"KickPolicies %s all select %s; KICK restarts a workload only when exactly one policy selects it, so narrow their workloadSelectors",
 		joinNames(matches), describe(w))}
 }

@@ -2,14 +2,13 @@ package request
 
 import (
 	"context"
-	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/restart/freshness"
 	"github.com/kick-operator/kick/restart/workload"
-	"github.com/kick-operator/kick/router"
 )
 
 // adopter evaluates the workloads a KickPolicy selects when the policy
@@ -49,8 +48,8 @@ func (a *adopter) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 		}
 	}
 	for _, obj := range selected {
-		ref := router.ObjectRef{Kind: string(workload.KindOf(obj)), Namespace: obj.GetNamespace(), Name: obj.GetName()}
-		if err := a.driver.ensure(ctx, ref, time.Time{}); err != nil {
+		k := WorkloadKey{Kind: workload.KindOf(obj), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+		if err := a.driver.ensure(ctx, k, freshness.Change{}); err != nil {
 			return ctrl.Result{}, err
 		}
 	}

@@ -39,14 +39,14 @@ func (r *Reconciler) announce(ctx context.Context, orig, kr *kickv1alpha1.KickRe
 		Policy:   kr.Status.PolicyRef,
 		Time:     s.now,
 	}
-	if s.target != nil {
-		ev.TargetLabels = s.target.GetLabels()
+	if s.handle.Target != nil {
+		ev.TargetLabels = s.handle.Target.GetLabels()
 	}
 	if g := kr.Status.Gate; g != nil {
 		ev.GateReason, ev.GateMessage = string(g.Reason), g.Message
 	}
 	if to.IsTerminal() {
-		if c := meta.FindStatusCondition(kr.Status.Conditions, conditionCompleted); c != nil {
+		if c := meta.FindStatusCondition(kr.Status.Conditions, kickv1alpha1.ConditionCompleted); c != nil {
 			ev.Outcome, ev.OutcomeMessage = c.Reason, c.Message
 		}
 	}

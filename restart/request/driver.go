@@ -2,168 +2,204 @@ package request
 
 import (
 	"context"
-	"errors"
-	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/restart/assess"
 	"github.com/kick-operator/kick/restart/freshness"
 	"github.com/kick-operator/kick/restart/workload"
 	"github.com/kick-operator/kick/router"
 )
 
-// Driver turns source changes from the router into KickRequests. It reads
-// everything from the cache and evaluates freshness in memory first, so a
-// workload that is already fresh (the usual case when KICK adopts a running
-// cluster) gets no request at all; a request is created, reopened or woken
-// only when there is a restart to do or a rollout to wait for.
+// WorkloadKey names a workload in the driver's queue.
+type WorkloadKey struct {
+	Kind      kickv1alpha1.TargetKind
+	Namespace string
+	Name      string
+}
+
+func (k WorkloadKey) String() string { return string(k.Kind) + " " + k.Namespace + "/" + k.Name }
+
+// Driver turns recorded source changes into KickRequests. It is a
+// controller keyed by workload: router events only say which workloads to
+// look at, and each look reads the workload, its observation records and
+// the policies from the cache and assesses in memory, so a workload that is
+// already fresh (the usual case when KICK adopts a running cluster) gets no
+// request at all. A request is created, reopened or woken only when there
+// is a restart to do or a rollout to wait for. An API error puts the
+// workload back on the queue with a per-workload backoff: a change is
+// delayed by a failing API server, never dropped.
 type Driver struct {
 	Client  client.Client
-	Events  router.Subscriber
 	Wake    chan<- event.GenericEvent
 	Metrics *Metrics
-	// Workers is the number of events handled concurrently.
-	Workers int
 	// Kinds are the workload kinds this manager restarts; nil means
 	// workload.Builtin().
 	Kinds *workload.Registry
 	// CSI makes Secrets Store CSI classes count as dependencies.
 	CSI bool
+	// Now is the clock.
+	Now func() time.Time
+
+	handed handedChanges
 }
 
-// NeedLeaderElection makes the driver run on the elected leader only.
-func (d *Driver) NeedLeaderElection() bool { return true }
+// handedChanges keeps, per workload, the newest change a router event
+// announced until a reconcile of that workload has answered it: the cache
+// may not show the record yet when the event arrives.
+type handedChanges struct {
+	mu sync.Mutex
+	m  map[WorkloadKey]freshness.Change
+}
 
-// Start consumes events until ctx ends (manager.Runnable).
-func (d *Driver) Start(ctx context.Context) error {
-	workers := max(d.Workers, 1)
-	errs := make(chan error, workers)
-	for i := 0; i < workers; i++ {
-		go func() {
-			for {
-				ev, err := d.Events.Next(ctx)
-				if err != nil {
-					errs <- err
-					return
-				}
-				if sc, ok := ev.(router.SourceChanged); ok {
-					d.handle(ctx, sc)
-				}
+func (h *handedChanges) add(k WorkloadKey, c freshness.Change) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil {
+		h.m = map[WorkloadKey]freshness.Change{}
+	}
+	h.m[k] = h.m[k].Max(c)
+}
+
+func (h *handedChanges) get(k WorkloadKey) freshness.Change {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.m[k]
+}
+
+// answered forgets c unless a newer change arrived meanwhile (that one
+// re-queued the workload).
+func (h *handedChanges) answered(k WorkloadKey, c freshness.Change) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m[k] == c {
+		delete(h.m, k)
+	}
+}
+
+// driverRateLimiter retries a workload after 100 ms, doubling up to 10 s.
+// There is no overall token bucket: a burst of changes is not an error.
+func driverRateLimiter() workqueue.TypedRateLimiter[WorkloadKey] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[WorkloadKey](100*time.Millisecond, 10*time.Second)
+}
+
+// routerSource feeds the driver's queue from the router: every consumer
+// of a changed source is queued, with the change handed over.
+type routerSource struct {
+	sub    router.Subscriber
+	handed *handedChanges
+}
+
+func (s *routerSource) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[WorkloadKey]) error {
+	go func() {
+		for {
+			ev, err := s.sub.Next(ctx)
+			if err != nil {
+				return
 			}
-		}()
-	}
-	err := <-errs
-	if errors.Is(err, context.Canceled) || errors.Is(err, router.ErrClosed) {
-		return nil
-	}
-	return err
-}
-
-func (d *Driver) handle(ctx context.Context, ev router.SourceChanged) {
-	logger := log.FromContext(ctx).WithValues("source", ev.Source.String(), "class", ev.Class)
-	for _, c := range ev.Consumers {
-		// Retry transient API errors a few times; the source controller's
-		// durable record means a later change or restart re-drives anything
-		// that still fails.
-		var err error
-		for attempt := 0; attempt < 5; attempt++ {
-			if err = d.ensure(ctx, c, ev.ChangeTime); err == nil || ctx.Err() != nil {
-				break
+			sc, ok := ev.(router.SourceChanged)
+			if !ok {
+				continue
 			}
-			time.Sleep(time.Duration(attempt+1) * 100 * time.Millisecond)
+			for _, c := range sc.Consumers {
+				k := WorkloadKey{Kind: kickv1alpha1.TargetKind(c.Kind), Namespace: c.Namespace, Name: c.Name}
+				if !sc.ChangeTime.IsZero() {
+					s.handed.add(k, freshness.At(sc.ChangeTime))
+				}
+				q.Add(k)
+			}
 		}
-		if err != nil {
-			d.Metrics.error("driver", "Ensure")
-			logger.Error(err, "could not create or wake the KickRequest", "workload", c.String())
-		}
-	}
+	}()
+	return nil
 }
 
-// ensure is the coalescer of model §10 for one consumer.
-func (d *Driver) ensure(ctx context.Context, ref router.ObjectRef, changed time.Time) error {
-	kind := kickv1alpha1.TargetKind(ref.Kind)
-	obj, err := d.Kinds.New(kind)
+// Reconcile looks at one workload (reconcile.TypedReconciler).
+func (d *Driver) Reconcile(ctx context.Context, k WorkloadKey) (reconcile.Result, error) {
+	handed := d.handed.get(k)
+	if err := d.ensure(ctx, k, handed); err != nil {
+		d.Metrics.error("driver", "Ensure")
+		return reconcile.Result{}, err
+	}
+	d.handed.answered(k, handed)
+	return reconcile.Result{}, nil
+}
+
+// ensure is the coalescer of model §10 for one workload.
+func (d *Driver) ensure(ctx context.Context, k WorkloadKey, handed freshness.Change) error {
+	obj, err := d.Kinds.New(k.Kind)
 	if err != nil {
-		return nil
+		return nil // not a kind this manager restarts
 	}
-	if err := d.Client.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, obj); err != nil {
+	if err := d.Client.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, obj); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	var requests kickv1alpha1.KickRequestList
-	if err := d.Client.List(ctx, &requests, client.InNamespace(ref.Namespace),
-		client.MatchingFields{TargetIndex: workload.TargetKey(kind, ref.Name)}); err != nil {
+	if err := d.Client.List(ctx, &requests, client.InNamespace(k.Namespace),
+		client.MatchingFields{TargetIndex: workload.TargetKey(k.Kind, k.Name)}); err != nil {
 		return err
 	}
 	var finished *kickv1alpha1.KickRequest
 	for i := range requests.Items {
 		kr := &requests.Items[i]
 		if !kr.Status.Phase.IsTerminal() {
-			// An open request recomputes the latest change from the
-			// observation records itself; just make sure it runs now.
+			// An open request assesses from the records itself; make sure
+			// it runs now.
 			d.Metrics.decision("woken")
 			d.wake(ctx, kr)
 			return nil
 		}
-		if finished == nil || older(finished, kr) {
+		if finished == nil || assess.Older(finished, kr) {
 			finished = kr
 		}
 	}
-
-	var policies kickv1alpha1.KickPolicyList
-	if err := d.Client.List(ctx, &policies, client.InNamespace(ref.Namespace)); err != nil {
+	h, err := d.Kinds.Handle(ctx, d.Client, obj)
+	if err != nil {
 		return err
 	}
-	sel := selectPolicy(policies.Items, obj)
-	if sel.Reason == kickv1alpha1.GateNotSelected {
+	f, err := facts(ctx, d.Client, d.CSI, h, d.Now())
+	if err != nil {
+		return err
+	}
+	f.Handed = handed
+	a := assess.Assess(f)
+	switch {
+	case a.Selection.State == assess.NotSelected:
 		d.Metrics.decision("unmanaged")
 		return nil
-	}
-	latestChange := exactly(changed)
-	if sel.Policy != nil {
-		recorded, err := LatestChangeOf(ctx, d.Client, obj, sel.Policy, d.CSI)
-		if err != nil {
-			return err
-		}
-		latestChange = latest(exactly(changed), recorded)
-		h, err := d.Kinds.Handle(ctx, d.Client, obj)
-		if err != nil {
-			return err
-		}
-		rollout, err := h.Inspect(ctx, d.Client)
-		if err != nil {
-			return err
-		}
-		if alreadyCarried(latestChange, rollout) {
-			d.Metrics.decision("fresh")
-			return nil
-		}
+	case a.Carried:
+		d.Metrics.decision("fresh")
+		return nil
 	}
 	if finished != nil {
 		d.Metrics.decision("reopened")
-		return d.annotate(ctx, finished, latestChange)
+		return d.annotate(ctx, finished, a.Latest)
 	}
 	d.Metrics.decision("created")
-	return d.create(ctx, kind, obj, latestChange)
+	return d.create(ctx, k.Kind, obj, a.Latest)
 }
 
 func (d *Driver) create(ctx context.Context, kind kickv1alpha1.TargetKind, obj client.Object, changed freshness.Change) error {
 	kr := &kickv1alpha1.KickRequest{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace:   obj.GetNamespace(),
-			Name:        Name(kind, obj.GetName()),
-			Labels:      map[string]string{ManagedByLabel: managedByValue},
-			Annotations: map[string]string{ChangeAnnotation: formatChange(changed)},
+			Namespace: obj.GetNamespace(),
+			Name:      kickv1alpha1.RequestName(kind, obj.GetName()),
+			Labels:    map[string]string{kickv1alpha1.ManagedByLabel: kickv1alpha1.ManagedByKick},
 		},
 		Spec: kickv1alpha1.KickRequestSpec{TargetRef: kickv1alpha1.TargetRef{
 			APIVersion: d.Kinds.APIVersion(kind), Kind: kind, Name: obj.GetName(),
 		}},
+	}
+	if !changed.IsZero() {
+		kr.Annotations = map[string]string{kickv1alpha1.ChangeAnnotation: assess.FormatChange(changed)}
 	}
 	err := d.Client.Create(ctx, kr)
 	if apierrors.IsAlreadyExists(err) {
@@ -181,12 +217,12 @@ func (d *Driver) create(ctx context.Context, kind kickv1alpha1.TargetKind, obj c
 // annotate records a change the request must answer; for a finished
 // request this reopens it (the reconciler sees the newer change).
 func (d *Driver) annotate(ctx context.Context, kr *kickv1alpha1.KickRequest, changed freshness.Change) error {
-	known := AnnotatedChange(kr)
-	if !newerChange(changed, known) {
+	known := assess.AnnotatedChange(kr)
+	if !assess.Adds(changed, known) {
 		d.wake(ctx, kr)
 		return nil
 	}
-	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ChangeAnnotation, formatChange(latest(changed, known))))
+	patch := []byte(`{"metadata":{"annotations":{"` + kickv1alpha1.ChangeAnnotation + `":"` + assess.FormatChange(changed.Max(known)) + `"}}}`)
 	if err := d.Client.Patch(ctx, kr, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return client.IgnoreNotFound(err)
 	}
@@ -203,18 +239,4 @@ func (d *Driver) wake(ctx context.Context, kr *kickv1alpha1.KickRequest) {
 	case d.Wake <- event.GenericEvent{Object: obj}:
 	case <-ctx.Done():
 	}
-}
-
-// alreadyCarried reports whether the running pods provably carry every
-// change up to latestChange: the rollout is complete and fresh, or it is
-// still in progress but every pod of its template was created after the
-// change (typical when a workload and its Secrets are applied together).
-func alreadyCarried(latestChange freshness.Change, r freshness.Rollout) bool {
-	switch freshness.Decide(latestChange, r) {
-	case freshness.Fresh:
-		return true
-	case freshness.InProgress:
-		return !r.Since.IsZero() && !freshness.Newer(latestChange, r.Since)
-	}
-	return false
 }

@@ -3,11 +3,9 @@ package request
 import (
 	"context"
 	"fmt"
-	"sort"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -17,14 +15,16 @@ import (
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/gitops"
+	"github.com/kick-operator/kick/restart/assess"
 	"github.com/kick-operator/kick/restart/freshness"
-	"github.com/kick-operator/kick/restart/schedule"
 	"github.com/kick-operator/kick/restart/workload"
 	"github.com/kick-operator/kick/router"
 )
 
-// Reconciler runs the KickRequest state machine (model §9–§10): gate,
-// freshness, restart, rollout tracking, retention. It is the only writer of
+// Reconciler runs the KickRequest state machine (model §9–§10): it asks the
+// assessment whether the target needs a restart and may have it now, acts
+// on the answer (restart, wait, finish), follows the rollout it started and
+// deletes finished requests after retention. It is the only writer of
 // KickRequest status.
 type Reconciler struct {
 	// Client reads workloads, policies and observation records from the
@@ -34,8 +34,8 @@ type Reconciler struct {
 	// never acts on a status older than its own last write.
 	APIReader client.Reader
 	Recorder  events.EventRecorder
-	// Router receives a PhaseChanged event for every phase transition; nil
-	// disables publishing.
+	// Router receives PhaseChanged and GateChanged events; nil disables
+	// publishing.
 	Router  router.Publisher
 	GitOps  gitops.Gate
 	Metrics *Metrics
@@ -46,8 +46,7 @@ type Reconciler struct {
 	// Kinds are the workload kinds this manager restarts; nil means
 	// workload.Builtin().
 	Kinds *workload.Registry
-	// CSI makes Secrets Store CSI classes count as dependencies (their
-	// per-workload observation records; see LatestChangeOf).
+	// CSI makes Secrets Store CSI classes count as dependencies.
 	CSI bool
 
 	mem *memory
@@ -65,9 +64,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !kr.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	now := r.Now()
 	orig := kr.DeepCopy()
-	s := &step{r: r, kr: &kr, now: now}
+	s := &step{r: r, kr: &kr, now: r.Now()}
 	result, err := s.run(ctx)
 	if err != nil {
 		r.Metrics.error("kickrequest", "Reconcile")
@@ -86,6 +84,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := s.handle.Restart(ctx, r.Client, s.restartStamp); err != nil {
 			r.Metrics.error("kickrequest", "RestartPatch")
 			return ctrl.Result{}, fmt.Errorf("restart %s%s: %w", s.targetRef(), s.through(), err)
+		}
+		if m := kr.Status.CurrentRollout; m != nil {
+			m.WorkloadGeneration = s.handle.Object.GetGeneration()
 		}
 		if stamp, ok := freshness.ParseStamp(s.restartStamp); ok {
 			r.mem.wroteStamp(memoryKey(&kr), stamp)
@@ -115,19 +116,14 @@ func (r *Reconciler) writeStatus(ctx context.Context, orig, kr *kickv1alpha1.Kic
 	return nil
 }
 
-// conditionCompleted records why a request reached its terminal phase.
-const conditionCompleted = "Completed"
-
 // step is one reconcile of one request.
 type step struct {
 	r   *Reconciler
 	kr  *kickv1alpha1.KickRequest
 	now time.Time
 
-	target       client.Object
 	handle       workload.Handle
-	policy       *kickv1alpha1.KickPolicy
-	latest       freshness.Change
+	a            assess.Assessment
 	restartStamp string
 	deleted      bool
 	reopened     bool
@@ -136,172 +132,118 @@ type step struct {
 	notice *eventSpec
 }
 
-type eventSpec struct {
-	warning bool
-	reason  string
-	message string
-}
-
-func (s *step) targetRef() string {
-	return fmt.Sprintf("%s %s/%s", s.kr.Spec.TargetRef.Kind, s.kr.Namespace, s.kr.Spec.TargetRef.Name)
-}
-
-// through names the object a redirected restart goes through, "" when the
-// target is restarted itself.
-func (s *step) through() string {
-	if s.handle.Object == nil || !s.handle.Redirected() {
-		return ""
-	}
-	return fmt.Sprintf(" through %s (spec.restartAt)", s.handle.Ref())
-}
-
 func (s *step) run(ctx context.Context) (ctrl.Result, error) {
 	st := &s.kr.Status
 	if st.Phase == "" {
 		st.Phase = kickv1alpha1.PhasePending
 	}
-	if st.Phase.IsTerminal() {
-		v, err := s.staleAgain(ctx)
+	finished := st.Phase.IsTerminal()
+	if reason, msg, err := s.readTarget(ctx); err != nil || reason != "" {
 		if err != nil {
 			return ctrl.Result{}, err
 		}
+		if finished {
+			s.answerChange(assess.ReopenVerdict{Reason: reason, Message: msg})
+			return s.retain(ctx)
+		}
+		return s.fail(reason, msg), nil
+	}
+	if err := s.assess(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
+	if finished {
+		v := s.a.Reopen(s.kr)
 		s.answerChange(v)
-		if !v.reopen {
+		if !v.Reopen {
 			return s.retain(ctx)
 		}
 		s.reopen()
 		s.reopened = true
 	}
-	st.ObservedChange = s.kr.Annotations[ChangeAnnotation]
+	st.ObservedChange = s.kr.Annotations[kickv1alpha1.ChangeAnnotation]
 
-	obj, err := s.r.Kinds.New(s.kr.Spec.TargetRef.Kind)
-	if err != nil {
-		return s.fail("UnsupportedTarget", err.Error()), nil
-	}
-	if err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.kr.Namespace, Name: s.kr.Spec.TargetRef.Name}, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			return s.fail("TargetNotFound", fmt.Sprintf("%s does not exist; create it, or delete this KickRequest", s.targetRef())), nil
-		}
-		return ctrl.Result{}, err
-	}
-	s.target = obj
-	if s.handle, err = s.r.Kinds.Handle(ctx, s.r.Client, obj); err != nil {
-		return ctrl.Result{}, err
-	}
-
-	var policies kickv1alpha1.KickPolicyList
-	if err := s.r.Client.List(ctx, &policies, client.InNamespace(s.kr.Namespace)); err != nil {
-		return ctrl.Result{}, err
-	}
-	sel := selectPolicy(policies.Items, obj)
-	switch {
-	case sel.Reason == kickv1alpha1.GateNotSelected:
+	switch sel := s.a.Selection; sel.State {
+	case assess.NotSelected:
 		// A create right on KickRequests must not be a way around patch
 		// rights on workloads: only policy-selected workloads restart.
 		return s.fail(string(kickv1alpha1.GateNotSelected), sel.Message), nil
-	case sel.Policy == nil:
-		s.block(gitops.Decision{Reason: sel.Reason, Message: sel.Message})
+	case assess.Ambiguous:
+		s.block(gitops.Decision{Reason: sel.Reason, Message: sel.Message}, "")
 		return ctrl.Result{}, nil
 	}
-	s.policy = sel.Policy
-	st.PolicyRef = sel.Policy.Name
+	st.PolicyRef = s.a.Selection.Policy.Name
 	if err := s.recordManualRequest(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
-
-	recorded, err := LatestChangeOf(ctx, s.r.Client, obj, sel.Policy, s.r.CSI)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	// The records are the durable truth; the annotation carries a change
-	// the cache may not show yet, or one handed over by a duplicate.
-	s.latest = latest(recorded, AnnotatedChange(s.kr))
-	if m := kickv1alpha1.NewNanoTime(s.latest.Latest).CeilMicro(); !s.latest.IsZero() && m.After(microTime(st.LatestObservedDependencyChange)) {
+	if m := kickv1alpha1.NewNanoTime(s.a.Latest.Latest).CeilMicro(); !s.a.Latest.IsZero() && m.After(microTime(st.LatestObservedDependencyChange)) {
 		st.LatestObservedDependencyChange = &m
 	}
-
 	if done, err := s.coalesce(ctx); done || err != nil {
 		return ctrl.Result{}, err
 	}
 	if st.CurrentRollout != nil {
-		res, done, err := s.track(ctx)
-		if done || err != nil {
-			return res, err
+		if res, done := s.track(); done {
+			return res, nil
 		}
 	}
-	return s.evaluate(ctx)
+	return s.evaluate(), nil
 }
 
-// reopenVerdict is staleAgain's answer: reopen, or why not.
-type reopenVerdict struct {
-	reopen  bool
-	reason  string
-	message string
-}
-
-func notReopened(reason, message string) reopenVerdict {
-	return reopenVerdict{reason: reason, message: message}
-}
-
-// staleAgain decides whether a finished request must run again (model §10):
-// its target is selected by a policy and its running pods do not provably
-// carry the latest change. A dry run reopens only for a change newer than
-// the one it already reported.
-func (s *step) staleAgain(ctx context.Context) (reopenVerdict, error) {
+// readTarget reads the target and how it is restarted. A reason is
+// returned when the request cannot proceed (unsupported kind, no target).
+func (s *step) readTarget(ctx context.Context) (reason, message string, err error) {
 	obj, err := s.r.Kinds.New(s.kr.Spec.TargetRef.Kind)
 	if err != nil {
-		return notReopened("UnsupportedTarget", err.Error()), nil
+		return kickv1alpha1.ReasonUnsupportedTarget, err.Error(), nil
 	}
 	if err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.kr.Namespace, Name: s.kr.Spec.TargetRef.Name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			return notReopened(kickv1alpha1.ReasonTargetNotFound, s.targetRef()+" does not exist"), nil
+			return kickv1alpha1.ReasonTargetNotFound, fmt.Sprintf("%s does not exist; create it, or delete this KickRequest", s.targetRef()), nil
 		}
-		return reopenVerdict{}, err
+		return "", "", err
 	}
-	var policies kickv1alpha1.KickPolicyList
-	if err := s.r.Client.List(ctx, &policies, client.InNamespace(s.kr.Namespace)); err != nil {
-		return reopenVerdict{}, err
-	}
-	sel := selectPolicy(policies.Items, obj)
-	if sel.Policy == nil {
-		return notReopened(string(sel.Reason), sel.Message), nil
-	}
-	recorded, err := LatestChangeOf(ctx, s.r.Client, obj, sel.Policy, s.r.CSI)
+	s.handle, err = s.r.Kinds.Handle(ctx, s.r.Client, obj)
+	return "", "", err
+}
+
+// assess gathers the facts from the cache, asks the GitOps provider when a
+// policy selects the target, and assesses.
+func (s *step) assess(ctx context.Context) error {
+	f, err := facts(ctx, s.r.Client, s.r.CSI, s.handle, s.now)
 	if err != nil {
-		return reopenVerdict{}, err
+		return err
 	}
-	reported := microTime(s.kr.Status.LatestObservedDependencyChange)
-	changed := latest(recorded, AnnotatedChange(s.kr))
-	if s.kr.Status.Phase == kickv1alpha1.PhaseDryRun && !changed.Latest.After(reported) {
-		return notReopened(kickv1alpha1.ReasonNoNewerChange, "the dry run already reported the latest change"), nil
+	f.Request = s.kr
+	if isManualUndated(s.kr) {
+		// A person's request stands for a change at the moment KICK first
+		// sees it (recordManualRequest keeps that moment).
+		f.Handed = freshness.At(s.now)
 	}
-	h, err := s.r.Kinds.Handle(ctx, s.r.Client, obj)
-	if err != nil {
-		return reopenVerdict{}, err
+	if sel := assess.Assess(f).Selection; sel.Policy != nil {
+		d := s.r.GitOps.Decide(ctx, s.handle.Target, sel.Policy, s.now)
+		f.GitOps = &d
 	}
-	rollout, err := h.Inspect(ctx, s.r.Client)
-	if err != nil {
-		return reopenVerdict{}, err
-	}
-	if alreadyCarried(changed, rollout) {
-		return notReopened(kickv1alpha1.ReasonAlreadyCarried, fmt.Sprintf("nothing to restart: %s", freshness.Explain(changed, rollout))), nil
-	}
-	return reopenVerdict{reopen: true, reason: kickv1alpha1.ReasonNewChange, message: "a newer change reopened the request"}, nil
+	s.a = assess.Assess(f)
+	return nil
 }
 
 // answerChange records, once per value of the change annotation, whether
 // that change reopened the finished request, so whoever wrote it (kubectl
 // kick restart --wait) gets an answer even when nothing is restarted.
-func (s *step) answerChange(v reopenVerdict) {
-	value := s.kr.Annotations[ChangeAnnotation]
+func (s *step) answerChange(v assess.ReopenVerdict) {
+	value := s.kr.Annotations[kickv1alpha1.ChangeAnnotation]
 	if value == "" || value == s.kr.Status.ObservedChange {
 		return
 	}
 	s.kr.Status.ObservedChange = value
-	s.condition(kickv1alpha1.ConditionReopened, v.reopen, v.reason, v.message)
-	if !v.reopen {
-		s.notice = &eventSpec{reason: "NotReopened", message: fmt.Sprintf("%s was not restarted again: %s", s.targetRef(), v.message)}
+	s.condition(kickv1alpha1.ConditionReopened, v.Reopen, v.Reason, v.Message)
+	if !v.Reopen {
+		s.notice = &eventSpec{reason: "NotReopened", message: fmt.Sprintf("%s was not restarted again: %s", s.targetRef(), v.Message)}
 	}
+}
+
+func isManualUndated(kr *kickv1alpha1.KickRequest) bool {
+	return assess.IsManual(kr) && assess.AnnotatedChange(kr).IsZero()
 }
 
 // recordManualRequest dates, once, the change a request from a person or
@@ -309,10 +251,10 @@ func (s *step) answerChange(v reopenVerdict) {
 // KICK's own clock), kept in the change annotation so it survives restarts.
 // The target then restarts unless a rollout started after that moment.
 func (s *step) recordManualRequest(ctx context.Context) error {
-	if !isManual(s.kr) || !AnnotatedChange(s.kr).IsZero() {
+	if !isManualUndated(s.kr) {
 		return nil
 	}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ChangeAnnotation, formatChange(freshness.At(s.now)))
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, kickv1alpha1.ChangeAnnotation, assess.FormatChange(freshness.At(s.now)))
 	updated := s.kr.DeepCopy()
 	if err := s.r.Client.Patch(ctx, updated, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 		return fmt.Errorf("record when the request was seen: %w", err)
@@ -321,193 +263,94 @@ func (s *step) recordManualRequest(ctx context.Context) error {
 	return nil
 }
 
-// reopen starts a new cycle for a finished request (model §10): back to
-// Pending with no rollout marker, so the next restart is a fresh one.
-func (s *step) reopen() {
-	st := &s.kr.Status
-	st.Phase = kickv1alpha1.PhasePending
-	st.CurrentRollout = nil
-	st.CompletionTime = nil
-}
-
-// retain deletes a finished request once --request-retention has passed.
-func (s *step) retain(ctx context.Context) (ctrl.Result, error) {
-	done := s.kr.CreationTimestamp.Time
-	if s.kr.Status.CompletionTime != nil {
-		done = s.kr.Status.CompletionTime.Time
-	}
-	left := done.Add(s.r.Retention).Sub(s.now)
-	if left > 0 {
-		return ctrl.Result{RequeueAfter: left}, nil
-	}
-	s.deleted = true
-	if err := s.r.Client.Delete(ctx, s.kr, client.Preconditions{UID: &s.kr.UID}); err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{}, nil
-}
-
-// coalesce keeps at most one open request per target (invariant I4): a
-// younger duplicate hands its change time to the oldest open one and ends.
-func (s *step) coalesce(ctx context.Context) (bool, error) {
-	var list kickv1alpha1.KickRequestList
-	key := workload.TargetKey(s.kr.Spec.TargetRef.Kind, s.kr.Spec.TargetRef.Name)
-	if err := s.r.Client.List(ctx, &list, client.InNamespace(s.kr.Namespace), client.MatchingFields{TargetIndex: key}); err != nil {
-		return false, err
-	}
-	var open []kickv1alpha1.KickRequest
-	for _, other := range list.Items {
-		if other.UID == s.kr.UID || other.Status.Phase.IsTerminal() || !other.DeletionTimestamp.IsZero() {
-			continue
-		}
-		open = append(open, other)
-	}
-	if len(open) == 0 {
-		return false, nil
-	}
-	sort.Slice(open, func(i, j int) bool { return older(&open[i], &open[j]) })
-	first := &open[0]
-	if older(s.kr, first) {
-		return false, nil
-	}
-	if newerChange(s.latest, AnnotatedChange(first)) {
-		patch := client.MergeFrom(first.DeepCopy())
-		if first.Annotations == nil {
-			first.Annotations = map[string]string{}
-		}
-		first.Annotations[ChangeAnnotation] = formatChange(latest(s.latest, AnnotatedChange(first)))
-		if err := s.r.Client.Patch(ctx, first, patch); err != nil && !apierrors.IsNotFound(err) {
-			return false, err
-		}
-	}
-	s.finish(kickv1alpha1.PhaseNoLongerRequired, "Coalesced",
-		fmt.Sprintf("KickRequest %s already handles %s; this request's change was handed to it", first.Name, s.targetRef()))
-	return true, nil
-}
-
-func older(a, b *kickv1alpha1.KickRequest) bool {
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
-	}
-	return a.Name < b.Name
-}
-
 // track follows the rollout this request started. It reports done when
 // the step is decided; otherwise the restart must be evaluated again (a
 // change arrived while the rollout ran).
-func (s *step) track(ctx context.Context) (ctrl.Result, bool, error) {
+func (s *step) track() (ctrl.Result, bool) {
 	st := &s.kr.Status
 	marker := st.CurrentRollout
 	mine, _ := freshness.ParseStamp(marker.RestartedAt)
 	current, ok := s.handle.Current()
-	if !ok || current.Before(mine) {
+	if !ok || current.Before(mine) || s.handle.Object.GetGeneration() < marker.WorkloadGeneration {
 		// Our patch is not visible yet (cache lag) or was never applied (a
 		// crash after the status write): apply the same stamp again, which
 		// changes nothing if it is already there.
 		s.restartStamp = marker.RestartedAt
-		return ctrl.Result{RequeueAfter: time.Second}, true, nil
+		return ctrl.Result{RequeueAfter: time.Second}, true
 	}
-	rollout, err := s.handle.Inspect(ctx, s.r.Client)
-	if err != nil {
-		return ctrl.Result{}, true, err
-	}
-	started := mine
+	rollout := s.a.Rollout
 	if !rollout.Complete {
 		s.progress(orDefault(rollout.Reason, freshness.RolloutInProgress), rollout.Message)
-		elapsed := s.now.Sub(started)
+		elapsed := s.now.Sub(mine)
 		if elapsed >= s.r.RolloutTimeout {
 			s.r.Metrics.restart(st.Provider, "failed")
-			return s.fail("RolloutTimeout", fmt.Sprintf("the rollout of %s did not complete within %s: %s", s.targetRef(), s.r.RolloutTimeout, rollout.Message)), true, nil
+			return s.fail(kickv1alpha1.ReasonRolloutTimeout, fmt.Sprintf("the rollout of %s did not complete within %s: %s", s.targetRef(), s.r.RolloutTimeout, rollout.Message)), true
 		}
 		st.Phase = kickv1alpha1.PhaseExecuting
-		return ctrl.Result{RequeueAfter: s.r.RolloutTimeout - elapsed}, true, nil
+		return ctrl.Result{RequeueAfter: s.r.RolloutTimeout - elapsed}, true
 	}
 	s.condition(kickv1alpha1.ConditionRolloutComplete, true, "Complete", "the rollout completed")
-	if marker.ReplicaSet == "" && rollout.ReplicaSet != "" {
+	if marker.ReplicaSet == "" {
 		marker.ReplicaSet = rollout.ReplicaSet
 	}
-	if freshness.Decide(s.latest, rollout) == freshness.Stale {
+	if s.a.Verdict == assess.Stale {
 		// A relevant change arrived while our rollout was in flight: it is
-		// newer than our stamp, so restart again (minInterval still applies).
+		// newer than our stamp, so restart again (the gate, minInterval
+		// included, still applies).
 		st.CurrentRollout = nil
-		return ctrl.Result{}, false, nil
+		return ctrl.Result{}, false
 	}
 	s.r.Metrics.restart(st.Provider, "succeeded")
-	s.finish(kickv1alpha1.PhaseSucceeded, "RestartCompleted", fmt.Sprintf("%s rolled out with restart stamp %s", s.targetRef(), marker.RestartedAt))
-	return ctrl.Result{RequeueAfter: s.r.Retention}, true, nil
+	s.finish(kickv1alpha1.PhaseSucceeded, kickv1alpha1.ReasonRestartCompleted, fmt.Sprintf("%s rolled out with restart stamp %s", s.targetRef(), marker.RestartedAt))
+	return ctrl.Result{RequeueAfter: s.r.Retention}, true
 }
 
-// progress records an unfinished rollout in the RolloutComplete condition.
-// The message (replica counts) is refreshed only when the reason changes:
-// rewriting the status on every step of every rollout would double KICK's
-// writes during a burst of restarts for detail kubectl rollout status gives.
-// The restart itself already wrote RolloutInProgress, so an ordinary
-// rollout costs no write between the restart and its completion; unusual
-// reasons (Paused, ProgressDeadlineExceeded, ...) show at once.
-func (s *step) progress(reason, message string) {
-	if c := meta.FindStatusCondition(s.kr.Status.Conditions, kickv1alpha1.ConditionRolloutComplete); c != nil &&
-		c.Status == metav1.ConditionFalse && c.ObservedGeneration == s.kr.Generation &&
-		(c.Reason == reason || ordinaryProgress(c.Reason) && ordinaryProgress(reason)) {
-		return
-	}
-	s.condition(kickv1alpha1.ConditionRolloutComplete, false, reason, message)
-}
-
-// ordinaryProgress reports whether a rollout reason is one every rollout
-// passes through (its controller has not seen the restart yet, or pods are
-// being replaced), as opposed to one a person may have to act on.
-func ordinaryProgress(reason string) bool {
-	return reason == freshness.RolloutInProgress || reason == freshness.GenerationNotObserved
-}
-
-// evaluate runs the gate and the freshness check and restarts when both
-// allow it.
-func (s *step) evaluate(ctx context.Context) (ctrl.Result, error) {
+// evaluate acts on the assessment: wait for the gate, wait for the
+// running rollout, finish when fresh, or restart.
+func (s *step) evaluate() ctrl.Result {
 	st := &s.kr.Status
-	d := s.gate(ctx)
-	st.Provider = d.Provider
-	st.Owner = d.Owner
-	if !d.Allowed() {
-		s.block(d)
+	a := &s.a
+	d := a.Gate.Decision()
+	st.Provider, st.Owner = d.Provider, d.Owner
+	if !a.Gate.Allowed {
+		s.block(d, a.Gate.Stage)
 		if d.RequeueAt.IsZero() {
-			return ctrl.Result{}, nil
+			return ctrl.Result{}
 		}
-		return ctrl.Result{RequeueAfter: max(d.RequeueAt.Sub(s.now), time.Second)}, nil
+		return ctrl.Result{RequeueAfter: max(d.RequeueAt.Sub(s.now), time.Second)}
 	}
-	s.setGate(d)
+	s.setGate(d, "")
 
-	rollout, err := s.handle.Inspect(ctx, s.r.Client)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	switch freshness.Decide(s.latest, rollout) {
-	case freshness.InProgress:
+	switch a.Verdict {
+	case assess.InProgress:
 		st.Phase = kickv1alpha1.PhaseWaitingForRollout
-		s.condition(kickv1alpha1.ConditionRolloutComplete, false, orDefault(rollout.Reason, freshness.RolloutInProgress), rollout.Message)
-		s.emit(false, "WaitingForRollout", fmt.Sprintf("waiting for the current rollout of %s to finish before deciding: %s", s.targetRef(), rollout.Message))
-		return ctrl.Result{RequeueAfter: time.Minute}, nil
-	case freshness.Fresh:
-		s.condition(kickv1alpha1.ConditionStale, false, kickv1alpha1.ReasonUpToDate, freshness.Explain(s.latest, rollout))
-		s.finish(kickv1alpha1.PhaseNoLongerRequired, kickv1alpha1.ReasonUpToDate, freshness.Explain(s.latest, rollout))
-		return ctrl.Result{RequeueAfter: s.r.Retention}, nil
+		s.condition(kickv1alpha1.ConditionRolloutComplete, false, orDefault(a.Rollout.Reason, freshness.RolloutInProgress), a.Rollout.Message)
+		s.emit(false, "WaitingForRollout", fmt.Sprintf("waiting for the current rollout of %s to finish before deciding: %s", s.targetRef(), a.Rollout.Message))
+		return ctrl.Result{RequeueAfter: time.Minute}
+	case assess.Fresh:
+		s.condition(kickv1alpha1.ConditionStale, false, kickv1alpha1.ReasonUpToDate, a.VerdictMessage)
+		s.finish(kickv1alpha1.PhaseNoLongerRequired, kickv1alpha1.ReasonUpToDate, a.VerdictMessage)
+		return ctrl.Result{RequeueAfter: s.r.Retention}
+	case assess.CannotAssess:
+		s.block(gitops.Decision{Reason: kickv1alpha1.GateConfigurationError, Message: a.VerdictMessage}, "")
+		return ctrl.Result{RequeueAfter: time.Minute}
 	}
-	s.condition(kickv1alpha1.ConditionStale, true, kickv1alpha1.ReasonDependencyNewer, freshness.Explain(s.latest, rollout))
-	if s.policy.Spec.DryRun {
-		s.finish(kickv1alpha1.PhaseDryRun, "DryRun", fmt.Sprintf("dry run: would restart %s now (%s)", s.targetRef(), freshness.Explain(s.latest, rollout)))
-		return ctrl.Result{RequeueAfter: s.r.Retention}, nil
+	s.condition(kickv1alpha1.ConditionStale, true, kickv1alpha1.ReasonDependencyNewer, a.VerdictMessage)
+	if a.Gate.DryRun {
+		s.finish(kickv1alpha1.PhaseDryRun, kickv1alpha1.ReasonDryRun, fmt.Sprintf("dry run: would restart %s now (%s)", s.targetRef(), a.VerdictMessage))
+		return ctrl.Result{RequeueAfter: s.r.Retention}
 	}
-
 	cachedStamp, _ := s.handle.Current()
-	if pending := s.r.mem.pendingStamp(memoryKey(s.kr), cachedStamp); !pending.IsZero() && !freshness.Newer(s.latest, pending) {
+	if pending := s.r.mem.pendingStamp(memoryKey(s.kr), cachedStamp); !pending.IsZero() && !freshness.Newer(a.Latest, pending) {
 		// This process already restarted the workload for this change; the
 		// cache has not caught up yet. Follow that rollout instead.
 		started := metav1.NewMicroTime(pending)
 		_, value := s.handle.Stamp(pending, time.Time{})
 		st.CurrentRollout = &kickv1alpha1.RolloutMarker{StartedAt: &started, RestartedAt: value}
 		st.Phase = kickv1alpha1.PhaseExecuting
-		return ctrl.Result{RequeueAfter: time.Second}, nil
+		return ctrl.Result{RequeueAfter: time.Second}
 	}
-	stamp, value := s.handle.Stamp(s.now, s.latest.Latest)
+	stamp, value := s.handle.Stamp(s.now, a.Latest.Latest)
 	s.restartStamp = value
 	startedAt := metav1.NewMicroTime(stamp)
 	st.CurrentRollout = &kickv1alpha1.RolloutMarker{StartedAt: &startedAt, RestartedAt: s.restartStamp}
@@ -515,148 +358,8 @@ func (s *step) evaluate(ctx context.Context) (ctrl.Result, error) {
 	st.RestartCount++
 	st.Phase = kickv1alpha1.PhaseExecuting
 	s.condition(kickv1alpha1.ConditionRolloutComplete, false, freshness.RolloutInProgress, "restarted; waiting for the new pods to roll out")
-	s.emit(false, "KickStarted", fmt.Sprintf("restarting %s%s: %s", s.targetRef(), s.through(), freshness.Explain(s.latest, rollout)))
+	s.emit(false, "KickStarted", fmt.Sprintf("restarting %s%s: %s", s.targetRef(), s.through(), a.VerdictMessage))
 	s.r.Metrics.restart(st.Provider, "started")
-	s.r.Metrics.observeLatency(s.now.Sub(s.latest.Latest))
-	return ctrl.Result{RequeueAfter: s.r.RolloutTimeout}, nil
-}
-
-// gate evaluates, in order: policy suspension, native windows, the GitOps
-// stage and restart.minInterval.
-func (s *step) gate(ctx context.Context) gitops.Decision {
-	p := s.policy
-	if p.Spec.Suspend {
-		return gitops.Decision{Reason: kickv1alpha1.GateSuspended, Message: fmt.Sprintf("KickPolicy %s is suspended", p.Name)}
-	}
-	if p.Spec.Schedule != nil && len(p.Spec.Schedule.Windows) > 0 {
-		sched, err := schedule.Compile(p.Spec.Schedule.Windows)
-		if err != nil {
-			return gitops.Decision{Reason: kickv1alpha1.GateConfigurationError, Message: fmt.Sprintf("KickPolicy %s: %v", p.Name, err)}
-		}
-		if d := sched.Decide(s.now); !d.Open {
-			return gitops.Decision{Reason: kickv1alpha1.GateOutsideSchedule, Message: d.Message, RequeueAt: d.Next}
-		}
-	}
-	d := s.r.GitOps.Decide(ctx, s.target, p, s.now)
-	if !d.Allowed() {
-		return d
-	}
-	if tmpl, ok := s.handle.Current(); ok {
-		if next := tmpl.Add(p.Spec.EffectiveMinInterval()); s.now.Before(next) {
-			return gitops.Decision{Reason: kickv1alpha1.GateMinIntervalNotElapsed, Provider: d.Provider, Owner: d.Owner, RequeueAt: next,
-				Message: fmt.Sprintf("%s was restarted at %s; restart.minInterval %s allows the next restart at %s",
-					s.targetRef(), freshness.FormatStamp(tmpl), p.Spec.EffectiveMinInterval(), next.UTC().Format(time.RFC3339))}
-		}
-	}
-	return d
-}
-
-func (s *step) setGate(d gitops.Decision) {
-	g := &kickv1alpha1.GateStatus{Reason: d.Reason, Message: d.Message}
-	if !d.RequeueAt.IsZero() {
-		t := metav1.NewTime(d.RequeueAt)
-		g.RequeueAt = &t
-	}
-	if prev := meta.FindStatusCondition(s.kr.Status.Conditions, kickv1alpha1.ConditionGateAllowed); prev != nil &&
-		prev.Status == metav1.ConditionFalse && d.Allowed() {
-		s.r.Metrics.observeGateWait(s.now.Sub(prev.LastTransitionTime.Time))
-	}
-	if old := s.kr.Status.Gate; old == nil || old.Reason != g.Reason || old.Message != g.Message || !timesEqual(old.RequeueAt, g.RequeueAt) {
-		now := metav1.NewTime(s.now)
-		g.LastEvaluated = &now
-	} else {
-		g.LastEvaluated = old.LastEvaluated
-	}
-	s.kr.Status.Gate = g
-	s.condition(kickv1alpha1.ConditionGateAllowed, d.Allowed(), string(d.Reason), d.Message)
-}
-
-func (s *step) block(d gitops.Decision) {
-	s.setGate(d)
-	phase := d.Reason.WaitingPhase()
-	if s.kr.Status.Phase != phase {
-		s.emit(false, blockEventReason(d.Reason), d.Message)
-	}
-	s.kr.Status.Phase = phase
-}
-
-func blockEventReason(r kickv1alpha1.GateReason) string {
-	switch r {
-	case kickv1alpha1.GateOutsideSchedule:
-		return "WaitingForSchedule"
-	case kickv1alpha1.GateOwnerUnknown:
-		return "OwnerUnknown"
-	case kickv1alpha1.GateAmbiguousOwner:
-		return "OwnerAmbiguous"
-	case kickv1alpha1.GateOwnerOutOfSync, kickv1alpha1.GateOwnerReconciling, kickv1alpha1.GateOwnerSuspended:
-		return "WaitingForGitOpsSync"
-	}
-	return "WaitingForGate"
-}
-
-func (s *step) fail(reason, message string) ctrl.Result {
-	s.finish(kickv1alpha1.PhaseFailed, reason, message)
-	return ctrl.Result{RequeueAfter: s.r.Retention}
-}
-
-// finish moves the request to a terminal phase.
-func (s *step) finish(phase kickv1alpha1.KickRequestPhase, reason, message string) {
-	st := &s.kr.Status
-	st.Phase = phase
-	st.CurrentRollout = nil
-	now := metav1.NewTime(s.now)
-	st.CompletionTime = &now
-	if st.Gate == nil {
-		st.Gate = &kickv1alpha1.GateStatus{}
-	}
-	s.condition(conditionCompleted, true, reason, message)
-	s.emit(phase == kickv1alpha1.PhaseFailed, terminalEventReason(phase), message)
-}
-
-func terminalEventReason(p kickv1alpha1.KickRequestPhase) string {
-	switch p {
-	case kickv1alpha1.PhaseSucceeded:
-		return "KickSucceeded"
-	case kickv1alpha1.PhaseNoLongerRequired:
-		return "KickNoLongerRequired"
-	case kickv1alpha1.PhaseDryRun:
-		return "KickDryRun"
-	}
-	return "KickFailed"
-}
-
-func (s *step) emit(warning bool, reason, message string) {
-	s.event = &eventSpec{warning: warning, reason: reason, message: message}
-}
-
-func (s *step) condition(typ string, status bool, reason, message string) {
-	c := metav1.Condition{Type: typ, Status: metav1.ConditionFalse, Reason: reason, Message: message, ObservedGeneration: s.kr.Generation}
-	if status {
-		c.Status = metav1.ConditionTrue
-	}
-	if c.Reason == "" {
-		c.Reason = "Unknown"
-	}
-	meta.SetStatusCondition(&s.kr.Status.Conditions, c)
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
-func microTime(t *metav1.MicroTime) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return t.Time
-}
-
-func timesEqual(a, b *metav1.Time) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a.Equal(b)
+	s.r.Metrics.observeLatency(s.now.Sub(a.Latest.Latest))
+	return ctrl.Result{RequeueAfter: s.r.RolloutTimeout}
 }

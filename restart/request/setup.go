@@ -126,14 +126,21 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	}
 	driver := &Driver{
 		Client:  mgr.GetClient(),
-		Events:  sub,
 		Wake:    wake,
 		Metrics: opts.Metrics,
-		Workers: max(opts.MaxConcurrentReconciles, 1),
 		Kinds:   opts.Kinds,
 		CSI:     opts.CSI,
+		Now:     opts.Now,
 	}
-	if err := mgr.Add(driver); err != nil {
+	dc, err := controller.NewTyped[WorkloadKey]("kick-driver", mgr, controller.TypedOptions[WorkloadKey]{
+		Reconciler:              driver,
+		MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1),
+		RateLimiter:             driverRateLimiter(),
+	})
+	if err != nil {
+		return err
+	}
+	if err := dc.Watch(&routerSource{sub: sub, handed: &driver.handed}); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).

@@ -12,7 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/restart/assess"
 	"github.com/kick-operator/kick/restart/discovery"
+	"github.com/kick-operator/kick/restart/policy"
 )
 
 // metadataOnlyReader is the manager's cache as this package may read it: a typed Secret or
@@ -29,7 +31,7 @@ func (r metadataOnlyReader) Get(ctx context.Context, key client.ObjectKey, obj c
 	return r.Reader.Get(ctx, key, obj, opts...)
 }
 
-func TestSourceInScopeReadsMetadataOnly(t *testing.T) {
+func TestDependencyLabelsAreReadMetadataOnly(t *testing.T) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
@@ -46,9 +48,15 @@ func TestSourceInScopeReadsMetadataOnly(t *testing.T) {
 	for _, kind := range []string{discovery.KindSecret, discovery.KindConfigMap} {
 		for name, want := range map[string]bool{"in": true, "out": false, "missing": false} {
 			dep := discovery.Dependency{APIVersion: discovery.CoreAPIVersion, Kind: kind, Name: name}
-			got, err := sourceInScope(context.Background(), r, "ns", dep, p)
-			if err != nil || got != want {
-				t.Errorf("%s %s: in scope = %v, %v; want %v", kind, name, got, err, want)
+			d := assess.Dependency{Kind: kind, Name: name, Counted: true}
+			if err := readLabels(context.Background(), r, "ns", dep, &d); err != nil {
+				t.Fatal(err)
+			}
+			if got := policy.DependencyInScope(p, d.Labels) && !d.Missing; got != want {
+				t.Errorf("%s %s: in scope = %v (labels %v, missing %v); want %v", kind, name, got, d.Labels, d.Missing, want)
+			}
+			if name == "missing" && !d.Missing {
+				t.Errorf("%s %s: not reported missing", kind, name)
 			}
 		}
 	}

@@ -1,0 +1,60 @@
+/*
+Copyright 2026 The KICK Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
+// Names on KickRequests that the manager, kubectl kick and CI share. They
+// are part of the API: changing one breaks every client that writes it.
+const (
+	// ChangeAnnotation carries the change a KickRequest must answer: an
+	// RFC 3339 time with nanoseconds ("<t>"), or an interval
+	// ("<earliest>/<latest>") for a change known only to the second.
+	// kubectl kick writes it to reopen a finished request; the manager
+	// writes it to hand a change to a request, and dates a person's request
+	// with it the first time it sees one.
+	ChangeAnnotation = "kick.corewire.io/change"
+
+	// ManagedByLabel marks the requests the manager created itself (value
+	// ManagedByKick). A request without it stands for a person or CI: it
+	// restarts its target even when the pods carry every recorded change.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	// ManagedByKick is ManagedByLabel's value on the manager's requests.
+	ManagedByKick = "kick"
+
+	// ConditionCompleted says why a KickRequest reached its terminal phase
+	// (reasons: ReasonRestartCompleted, ReasonUpToDate, ReasonDryRun,
+	// ReasonRolloutTimeout, ReasonTargetNotFound, ...).
+	ConditionCompleted = "Completed"
+)
+
+// RequestName is the name the manager and kubectl kick give the request of
+// a workload: "<kind>-<name>" in lower case, shortened with a hash suffix
+// when too long for a name. A name never proves what a request targets:
+// read its spec.targetRef.
+func RequestName(kind TargetKind, name string) string {
+	n := strings.ToLower(string(kind)) + "-" + name
+	if len(n) <= 253 {
+		return n
+	}
+	sum := sha256.Sum256([]byte(n))
+	return n[:236] + "-" + hex.EncodeToString(sum[:8])
+}

@@ -1,0 +1,76 @@
+package assess
+
+import (
+	"time"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/gitops"
+	"github.com/kick-operator/kick/restart/freshness"
+)
+
+// Facts are what an assessment reads. Reads that failed are kept as errors:
+// they make parts of the answer unknown instead of failing the whole.
+type Facts struct {
+	// Now is the moment of the assessment, on the caller's clock.
+	Now time.Time
+	// Target is the workload.
+	Target Target
+	// Policies are the KickPolicies of the workload's namespace.
+	Policies []kickv1alpha1.KickPolicy
+	// Dependencies are the Secrets, ConfigMaps and other sources the pod
+	// template consumes, with what was read about each.
+	Dependencies []Dependency
+	// Rollout is σ and completeness; RolloutErr is set when it could not be
+	// read.
+	Rollout    freshness.Rollout
+	RolloutErr error
+	// Request is the KickRequest whose change annotation counts toward Λ
+	// (the one being reconciled, or CurrentRequest of the target's
+	// requests); nil when there is none.
+	Request *kickv1alpha1.KickRequest
+	// Handed is a change the caller knows of that the records may not show
+	// yet (the router event that woke the caller); zero when none.
+	Handed freshness.Change
+	// GitOps is the GitOps provider's decision; nil when it was not asked
+	// (the gate then reports the GitOps stage as unknown).
+	GitOps *gitops.Decision
+}
+
+// Target identifies the workload.
+type Target struct {
+	Kind      kickv1alpha1.TargetKind
+	Namespace string
+	Name      string
+	Labels    map[string]string
+	// RestartedAt is the restart stamp on the pod template (KICK's or
+	// kubectl rollout restart's); zero when there is none. restart.minInterval
+	// counts from it.
+	RestartedAt time.Time
+}
+
+// String is "Kind namespace/name".
+func (t Target) String() string { return string(t.Kind) + " " + t.Namespace + "/" + t.Name }
+
+// Dependency is one source the pod template consumes.
+type Dependency struct {
+	// Kind is Secret, ConfigMap or SecretProviderClass (others are listed
+	// but not counted).
+	Kind string
+	Name string
+	// Fields says where the pod template uses it (for people; optional).
+	Fields []string
+	// Counted is set when the freshness check reads a record for this
+	// dependency: Secrets and ConfigMaps always, SecretProviderClasses when
+	// the manager's CSI integration runs.
+	Counted bool
+	// Labels are the source's labels, for the policy's dependencySelector.
+	Labels map[string]string
+	// Missing is set when the source does not exist.
+	Missing bool
+	// SourceErr is set when the source's labels could not be read.
+	SourceErr error
+	// Record is the observation record's spec; nil when there is none.
+	Record *kickv1alpha1.SourceObservationSpec
+	// RecordErr is set when the record could not be read.
+	RecordErr error
+}

@@ -1,0 +1,198 @@
+package assess
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/gitops"
+	"github.com/kick-operator/kick/restart/freshness"
+	"github.com/kick-operator/kick/restart/schedule"
+)
+
+// Stage names one gate.
+type Stage string
+
+// The gate's stages, in the one order they are evaluated.
+const (
+	StageSuspend     Stage = "Suspend"
+	StageDryRun      Stage = "DryRun"
+	StageSettle      Stage = "Settle"
+	StageSchedule    Stage = "Schedule"
+	StageMinInterval Stage = "MinInterval"
+	StageGitOps      Stage = "GitOps"
+)
+
+// StageResult is one stage's answer.
+type StageResult struct {
+	Stage Stage
+	// Open is set when the stage lets the restart pass.
+	Open bool
+	// Unknown is set when the stage could not be evaluated (GitOps not
+	// asked); Open is then false.
+	Unknown bool
+	Reason  kickv1alpha1.GateReason
+	Message string
+	// Next is when the stage's answer may change without any object
+	// changing (a window boundary, the end of minInterval); zero if never.
+	Next time.Time
+}
+
+// Gate is the gate's answer: the first stage that holds the restart back,
+// and every stage's own answer.
+type Gate struct {
+	// Allowed is set when every stage is open.
+	Allowed bool
+	// Stage is the first stage that is not open ("" when allowed).
+	Stage Stage
+	// Reason is GateAllowed or why the restart waits; "" when the first
+	// stage that is not open is unknown.
+	Reason  kickv1alpha1.GateReason
+	Message string
+	// Until is when the decision may change without any object changing;
+	// zero when only an object change can change it.
+	Until time.Time
+	// DryRun is set when the policy only reports what it would do.
+	DryRun bool
+	// Provider and Owner come from the GitOps decision, when it was made.
+	Provider kickv1alpha1.GitOpsProvider
+	Owner    *kickv1alpha1.GitOpsOwner
+	Stages   []StageResult
+}
+
+// Decision is the gate as the GitOps decision type the request status is
+// written from.
+func (g Gate) Decision() gitops.Decision {
+	return gitops.Decision{Reason: g.Reason, Message: g.Message, RequeueAt: g.Until, Provider: g.Provider, Owner: g.Owner}
+}
+
+// Stage returns the answer of one stage; false when it was not evaluated.
+func (g Gate) StageResult(s Stage) (StageResult, bool) {
+	for _, r := range g.Stages {
+		if r.Stage == s {
+			return r, true
+		}
+	}
+	return StageResult{}, false
+}
+
+// evaluateGate runs every stage in order and reports the first that is
+// not open. Later stages are evaluated too, for people who ask why.
+func evaluateGate(f Facts, p *kickv1alpha1.KickPolicy, latest freshness.Change) Gate {
+	g := Gate{Allowed: true, Reason: kickv1alpha1.GateAllowed, DryRun: p.Spec.DryRun}
+	if f.GitOps != nil {
+		g.Provider, g.Owner = f.GitOps.Provider, f.GitOps.Owner
+	}
+	stages := []StageResult{
+		suspendStage(p),
+		dryRunStage(p),
+		settleStage(p, latest, f.Now),
+		scheduleStage(p, f.Now),
+		minIntervalStage(p, f.Target, f.Now),
+		gitOpsStage(p, f.GitOps),
+	}
+	for _, s := range stages {
+		if s.Open || !g.Allowed {
+			continue
+		}
+		g.Allowed, g.Stage, g.Reason, g.Message, g.Until = false, s.Stage, s.Reason, s.Message, s.Next
+	}
+	g.Stages = stages
+	if g.Allowed {
+		g.Message = "every gate is open"
+	}
+	return g
+}
+
+func suspendStage(p *kickv1alpha1.KickPolicy) StageResult {
+	if p.Spec.Suspend {
+		return StageResult{Stage: StageSuspend, Reason: kickv1alpha1.GateSuspended, Message: fmt.Sprintf("KickPolicy %s is suspended", p.Name)}
+	}
+	return open(StageSuspend, "the policy is not suspended")
+}
+
+// dryRunStage never holds a restart back: a dry run evaluates every other
+// gate and then records what it would do instead of doing it.
+func dryRunStage(p *kickv1alpha1.KickPolicy) StageResult {
+	if p.Spec.DryRun {
+		return open(StageDryRun, "dry run: KICK records the decision and patches nothing")
+	}
+	return open(StageDryRun, "not a dry run")
+}
+
+func settleStage(p *kickv1alpha1.KickPolicy, latest freshness.Change, now time.Time) StageResult {
+	settle := p.Spec.EffectiveSettle()
+	if settle <= 0 {
+		return open(StageSettle, "no settle time: changes are acted on at once")
+	}
+	if latest.IsZero() {
+		return open(StageSettle, "no change to settle")
+	}
+	quietFrom := latest.Latest.Add(settle)
+	if now.Before(quietFrom) {
+		return StageResult{Stage: StageSettle, Reason: kickv1alpha1.GateSettling, Next: quietFrom,
+			Message: fmt.Sprintf("a dependency changed at %s; restart.settle %s waits for the sources to be quiet until %s",
+				formatTime(latest.Latest), settle, formatTime(quietFrom))}
+	}
+	return open(StageSettle, fmt.Sprintf("the sources have been quiet for restart.settle %s", settle))
+}
+
+func scheduleStage(p *kickv1alpha1.KickPolicy, now time.Time) StageResult {
+	if p.Spec.Schedule == nil || len(p.Spec.Schedule.Windows) == 0 {
+		return open(StageSchedule, "no schedule windows: restarts may run at any time")
+	}
+	sched, err := schedule.Compile(p.Spec.Schedule.Windows)
+	if err != nil {
+		return StageResult{Stage: StageSchedule, Reason: kickv1alpha1.GateConfigurationError,
+			Message: fmt.Sprintf("KickPolicy %s: %s", p.Name, strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; "))}
+	}
+	d := sched.Decide(now)
+	r := StageResult{Stage: StageSchedule, Open: d.Open, Message: d.Message, Next: d.Next}
+	if !d.Open {
+		r.Reason = kickv1alpha1.GateOutsideSchedule
+	}
+	return r
+}
+
+func minIntervalStage(p *kickv1alpha1.KickPolicy, t Target, now time.Time) StageResult {
+	interval := p.Spec.EffectiveMinInterval()
+	if t.RestartedAt.IsZero() {
+		return open(StageMinInterval, fmt.Sprintf("no restart recorded on the pod template; restart.minInterval is %s", interval))
+	}
+	next := t.RestartedAt.Add(interval)
+	if now.Before(next) {
+		return StageResult{Stage: StageMinInterval, Reason: kickv1alpha1.GateMinIntervalNotElapsed, Next: next,
+			Message: fmt.Sprintf("%s was restarted at %s; restart.minInterval %s allows the next restart at %s",
+				t, freshness.FormatStamp(t.RestartedAt), interval, next.UTC().Format(time.RFC3339))}
+	}
+	return StageResult{Stage: StageMinInterval, Open: true, Next: time.Time{},
+		Message: fmt.Sprintf("last restart at %s; restart.minInterval %s has passed", freshness.FormatStamp(t.RestartedAt), interval)}
+}
+
+func gitOpsStage(p *kickv1alpha1.KickPolicy, d *gitops.Decision) StageResult {
+	provider := p.Spec.EffectiveProvider()
+	switch {
+	case provider == kickv1alpha1.ProviderNone:
+		return open(StageGitOps, "no GitOps gate")
+	case d == nil:
+		return StageResult{Stage: StageGitOps, Unknown: true,
+			Message: fmt.Sprintf("decided by the manager from its caches (provider %s)", provider)}
+	case d.Allowed():
+		return StageResult{Stage: StageGitOps, Open: true, Reason: kickv1alpha1.GateAllowed, Message: d.Message, Next: d.RequeueAt}
+	}
+	return StageResult{Stage: StageGitOps, Reason: d.Reason, Message: d.Message, Next: d.RequeueAt}
+}
+
+func open(s Stage, message string) StageResult {
+	return StageResult{Stage: s, Open: true, Reason: kickv1alpha1.GateAllowed, Message: message}
+}
+
+// formatTime renders an instant for people: RFC 3339 in UTC, with the
+// sub-second part when there is one.
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "(unknown)"
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}

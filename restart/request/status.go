@@ -1,0 +1,175 @@
+package request
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/gitops"
+	"github.com/kick-operator/kick/restart/assess"
+	"github.com/kick-operator/kick/restart/freshness"
+)
+
+// How a step writes the request's status: phases, the gate, conditions
+// and the Event that goes with a transition.
+
+type eventSpec struct {
+	warning bool
+	reason  string
+	message string
+}
+
+func (s *step) targetRef() string {
+	return fmt.Sprintf("%s %s/%s", s.kr.Spec.TargetRef.Kind, s.kr.Namespace, s.kr.Spec.TargetRef.Name)
+}
+
+// through names the object a redirected restart goes through, "" when the
+// target is restarted itself.
+func (s *step) through() string {
+	if s.handle.Object == nil || !s.handle.Redirected() {
+		return ""
+	}
+	return fmt.Sprintf(" through %s (spec.restartAt)", s.handle.Ref())
+}
+
+// progress records an unfinished rollout in the RolloutComplete condition.
+// The message (replica counts) is refreshed only when the reason changes:
+// rewriting the status on every step of every rollout would double KICK's
+// writes during a burst of restarts for detail kubectl rollout status gives.
+// The restart itself already wrote RolloutInProgress, so an ordinary
+// rollout costs no write between the restart and its completion; unusual
+// reasons (Paused, ProgressDeadlineExceeded, ...) show at once.
+func (s *step) progress(reason, message string) {
+	if c := meta.FindStatusCondition(s.kr.Status.Conditions, kickv1alpha1.ConditionRolloutComplete); c != nil &&
+		c.Status == metav1.ConditionFalse && c.ObservedGeneration == s.kr.Generation &&
+		(c.Reason == reason || ordinaryProgress(c.Reason) && ordinaryProgress(reason)) {
+		return
+	}
+	s.condition(kickv1alpha1.ConditionRolloutComplete, false, reason, message)
+}
+
+// ordinaryProgress reports whether a rollout reason is one every rollout
+// passes through (its controller has not seen the restart yet, or pods are
+// being replaced), as opposed to one a person may have to act on.
+func ordinaryProgress(reason string) bool {
+	return reason == freshness.RolloutInProgress || reason == freshness.GenerationNotObserved
+}
+
+// setGate records a gate decision and the stage that made it.
+func (s *step) setGate(d gitops.Decision, stage assess.Stage) {
+	g := &kickv1alpha1.GateStatus{Reason: d.Reason, Stage: string(stage), Message: d.Message}
+	if !d.RequeueAt.IsZero() {
+		t := metav1.NewTime(d.RequeueAt)
+		g.RequeueAt = &t
+	}
+	if prev := meta.FindStatusCondition(s.kr.Status.Conditions, kickv1alpha1.ConditionGateAllowed); prev != nil &&
+		prev.Status == metav1.ConditionFalse && d.Allowed() {
+		s.r.Metrics.observeGateWait(s.now.Sub(prev.LastTransitionTime.Time))
+	}
+	if old := s.kr.Status.Gate; old == nil || old.Reason != g.Reason || old.Stage != g.Stage || old.Message != g.Message || !timesEqual(old.RequeueAt, g.RequeueAt) {
+		now := metav1.NewTime(s.now)
+		g.LastEvaluated = &now
+	} else {
+		g.LastEvaluated = old.LastEvaluated
+	}
+	s.kr.Status.Gate = g
+	s.condition(kickv1alpha1.ConditionGateAllowed, d.Allowed(), string(d.Reason), d.Message)
+}
+
+// block records a decision that holds the restart back and the waiting
+// phase it means.
+func (s *step) block(d gitops.Decision, stage assess.Stage) {
+	s.setGate(d, stage)
+	phase := d.Reason.WaitingPhase()
+	if s.kr.Status.Phase != phase {
+		s.emit(false, blockEventReason(d.Reason), d.Message)
+	}
+	s.kr.Status.Phase = phase
+}
+
+func blockEventReason(r kickv1alpha1.GateReason) string {
+	switch r {
+	case kickv1alpha1.GateOutsideSchedule:
+		return "WaitingForSchedule"
+	case kickv1alpha1.GateOwnerUnknown:
+		return "OwnerUnknown"
+	case kickv1alpha1.GateAmbiguousOwner:
+		return "OwnerAmbiguous"
+	case kickv1alpha1.GateOwnerOutOfSync, kickv1alpha1.GateOwnerReconciling, kickv1alpha1.GateOwnerSuspended:
+		return "WaitingForGitOpsSync"
+	case kickv1alpha1.GateSettling:
+		return "Settling"
+	}
+	return "WaitingForGate"
+}
+
+func (s *step) fail(reason, message string) ctrl.Result {
+	s.finish(kickv1alpha1.PhaseFailed, reason, message)
+	return ctrl.Result{RequeueAfter: s.r.Retention}
+}
+
+// finish moves the request to a terminal phase. The rollout marker stays:
+// it names the last rollout the request started.
+func (s *step) finish(phase kickv1alpha1.KickRequestPhase, reason, message string) {
+	st := &s.kr.Status
+	st.Phase = phase
+	now := metav1.NewTime(s.now)
+	st.CompletionTime = &now
+	if st.Gate == nil {
+		st.Gate = &kickv1alpha1.GateStatus{}
+	}
+	s.condition(kickv1alpha1.ConditionCompleted, true, reason, message)
+	s.emit(phase == kickv1alpha1.PhaseFailed, terminalEventReason(phase), message)
+}
+
+func terminalEventReason(p kickv1alpha1.KickRequestPhase) string {
+	switch p {
+	case kickv1alpha1.PhaseSucceeded:
+		return "KickSucceeded"
+	case kickv1alpha1.PhaseNoLongerRequired:
+		return "KickNoLongerRequired"
+	case kickv1alpha1.PhaseDryRun:
+		return "KickDryRun"
+	}
+	return "KickFailed"
+}
+
+func (s *step) emit(warning bool, reason, message string) {
+	s.event = &eventSpec{warning: warning, reason: reason, message: message}
+}
+
+func (s *step) condition(typ string, status bool, reason, message string) {
+	c := metav1.Condition{Type: typ, Status: metav1.ConditionFalse, Reason: reason, Message: message, ObservedGeneration: s.kr.Generation}
+	if status {
+		c.Status = metav1.ConditionTrue
+	}
+	if c.Reason == "" {
+		c.Reason = "Unknown"
+	}
+	meta.SetStatusCondition(&s.kr.Status.Conditions, c)
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func microTime(t *metav1.MicroTime) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.Time
+}
+
+func timesEqual(a, b *metav1.Time) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(b)
+}

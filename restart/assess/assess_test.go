@@ -1,0 +1,260 @@
+package assess
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/gitops"
+	"github.com/kick-operator/kick/restart/freshness"
+)
+
+var t0 = time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+
+func testPolicy(name string, mutate ...func(*kickv1alpha1.KickPolicySpec)) kickv1alpha1.KickPolicy {
+	p := kickv1alpha1.KickPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name},
+		Spec: kickv1alpha1.KickPolicySpec{Discovery: &kickv1alpha1.DiscoverySpec{
+			WorkloadSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		}},
+	}
+	for _, m := range mutate {
+		m(&p.Spec)
+	}
+	return p
+}
+
+func relevant(at time.Time) *kickv1alpha1.SourceObservationSpec {
+	n := kickv1alpha1.NewNanoTime(at)
+	return &kickv1alpha1.SourceObservationSpec{Class: kickv1alpha1.ObservationRelevant, LastRelevantChangeTime: &n}
+}
+
+func baseline(at, seen time.Time) *kickv1alpha1.SourceObservationSpec {
+	n, s := kickv1alpha1.NewNanoTime(at), kickv1alpha1.NewNanoTime(seen)
+	return &kickv1alpha1.SourceObservationSpec{Class: kickv1alpha1.ObservationBaseline, LastRelevantChangeTime: &n, BaselineObservedAt: &s}
+}
+
+// baseFacts: web, selected by one policy, consumes Secret db changed one
+// minute after a complete rollout started at t0; now is t0+10m.
+func baseFacts() Facts {
+	return Facts{
+		Now:      t0.Add(10 * time.Minute),
+		Target:   Target{Kind: kickv1alpha1.TargetDeployment, Namespace: "shop", Name: "web", Labels: map[string]string{"app": "web"}},
+		Policies: []kickv1alpha1.KickPolicy{testPolicy("p")},
+		Dependencies: []Dependency{
+			{Kind: "Secret", Name: "db", Counted: true, Record: relevant(t0.Add(time.Minute))},
+		},
+		Rollout: freshness.Rollout{Start: t0, Complete: true},
+	}
+}
+
+func TestAssessDecisionTable(t *testing.T) {
+	allowed := &gitops.Decision{Reason: kickv1alpha1.GateAllowed, Provider: kickv1alpha1.ProviderArgoCD}
+	outOfSync := &gitops.Decision{Reason: kickv1alpha1.GateOwnerOutOfSync, Message: "Application argocd/shop is OutOfSync",
+		Provider: kickv1alpha1.ProviderArgoCD, RequeueAt: t0.Add(time.Hour)}
+	window := func(kind kickv1alpha1.WindowType, schedule, duration string) func(*kickv1alpha1.KickPolicySpec) {
+		return func(s *kickv1alpha1.KickPolicySpec) {
+			s.Schedule = &kickv1alpha1.ScheduleSpec{Windows: []kickv1alpha1.ScheduleWindow{{Type: kind, Cron: schedule, Duration: duration}}}
+		}
+	}
+	argo := func(s *kickv1alpha1.KickPolicySpec) {
+		s.GitOps = &kickv1alpha1.GitOpsSpec{Provider: kickv1alpha1.ProviderArgoCD}
+	}
+	for _, tc := range []struct {
+		name    string
+		mutate  func(*Facts)
+		verdict Verdict
+		carried bool
+		allowed bool
+		stage   Stage
+		reason  kickv1alpha1.GateReason
+		until   time.Time
+		summary string
+	}{
+		{name: "stale and allowed", verdict: Stale, allowed: true, summary: "would restart now"},
+		{name: "fresh", mutate: func(f *Facts) { f.Dependencies[0].Record = relevant(t0.Add(-time.Minute)) },
+			verdict: Fresh, carried: true, allowed: true, summary: "nothing to do: fresh"},
+		{name: "change at exactly the start is carried", mutate: func(f *Facts) { f.Dependencies[0].Record = relevant(t0) },
+			verdict: Fresh, carried: true, allowed: true},
+		{name: "no record at all", mutate: func(f *Facts) { f.Dependencies[0].Record = nil },
+			verdict: Fresh, carried: true, allowed: true},
+		{name: "rollout in progress", mutate: func(f *Facts) { f.Rollout.Complete = false; f.Rollout.Reason = "RolloutInProgress" },
+			verdict: InProgress, allowed: true, summary: "waiting for RolloutInProgress"},
+		{name: "rollout in progress with pods newer than the change", mutate: func(f *Facts) {
+			f.Rollout.Complete = false
+			f.Rollout.Since = t0.Add(2 * time.Minute)
+		}, verdict: InProgress, carried: true, allowed: true},
+		{name: "not selected", mutate: func(f *Facts) { f.Target.Labels = map[string]string{"app": "other"} },
+			verdict: CannotAssess, summary: "cannot assess: no KickPolicy in namespace shop selects Deployment/web"},
+		{name: "selected by two", mutate: func(f *Facts) { f.Policies = append(f.Policies, testPolicy("q")) },
+			verdict: CannotAssess, summary: "cannot assess: KickPolicies p and q all select Deployment/web"},
+		{name: "unreadable record", mutate: func(f *Facts) { f.Dependencies[0].RecordErr = errors.New("forbidden") },
+			verdict: CannotAssess, allowed: true, summary: "cannot assess: cannot read the observation record of Secret/db"},
+		{name: "rollout unreadable", mutate: func(f *Facts) { f.RolloutErr = errors.New("timeout") },
+			verdict: CannotAssess, allowed: true, summary: "cannot assess: cannot inspect the rollout"},
+		{name: "out of the dependencySelector", mutate: func(f *Facts) {
+			f.Policies[0].Spec.Discovery.DependencySelector = &metav1.LabelSelector{MatchLabels: map[string]string{"kick": "yes"}}
+		}, verdict: Fresh, carried: true, allowed: true},
+		{name: "in the dependencySelector", mutate: func(f *Facts) {
+			f.Policies[0].Spec.Discovery.DependencySelector = &metav1.LabelSelector{MatchLabels: map[string]string{"kick": "yes"}}
+			f.Dependencies[0].Labels = map[string]string{"kick": "yes"}
+		}, verdict: Stale, allowed: true},
+		{name: "a dependency the check does not count", mutate: func(f *Facts) { f.Dependencies[0].Counted = false },
+			verdict: Fresh, carried: true, allowed: true},
+		{name: "suspended comes first", mutate: func(f *Facts) {
+			f.Policies[0].Spec.Suspend = true
+			f.Policies[0].Spec.Schedule = &kickv1alpha1.ScheduleSpec{Windows: []kickv1alpha1.ScheduleWindow{{Type: kickv1alpha1.WindowDeny, Cron: "* * * * *", Duration: "1h"}}}
+		}, verdict: Stale, stage: StageSuspend, reason: kickv1alpha1.GateSuspended, summary: "waiting for Suspended"},
+		{name: "deny window", mutate: func(f *Facts) { window(kickv1alpha1.WindowDeny, "0 10 * * *", "1h")(&f.Policies[0].Spec) },
+			verdict: Stale, stage: StageSchedule, reason: kickv1alpha1.GateOutsideSchedule, until: t0.Add(time.Hour),
+			summary: "waiting for OutsideSchedule until 2026-05-01T11:00:00Z"},
+		{name: "bad window", mutate: func(f *Facts) { window(kickv1alpha1.WindowAllow, "not cron", "1h")(&f.Policies[0].Spec) },
+			verdict: Stale, stage: StageSchedule, reason: kickv1alpha1.GateConfigurationError},
+		{name: "minInterval before GitOps", mutate: func(f *Facts) {
+			argo(&f.Policies[0].Spec)
+			f.GitOps = outOfSync
+			f.Target.RestartedAt = f.Now.Add(-10 * time.Second)
+		}, verdict: Stale, stage: StageMinInterval, reason: kickv1alpha1.GateMinIntervalNotElapsed, until: t0.Add(10*time.Minute + 20*time.Second)},
+		{name: "GitOps holds back", mutate: func(f *Facts) { argo(&f.Policies[0].Spec); f.GitOps = outOfSync },
+			verdict: Stale, stage: StageGitOps, reason: kickv1alpha1.GateOwnerOutOfSync, until: t0.Add(time.Hour)},
+		{name: "GitOps allows", mutate: func(f *Facts) { argo(&f.Policies[0].Spec); f.GitOps = allowed },
+			verdict: Stale, allowed: true},
+		{name: "GitOps not asked", mutate: func(f *Facts) { argo(&f.Policies[0].Spec) },
+			verdict: Stale, stage: StageGitOps, summary: "would restart now if the GitOps gate allows it (provider ArgoCD)"},
+		{name: "dry run passes the gate", mutate: func(f *Facts) { f.Policies[0].Spec.DryRun = true },
+			verdict: Stale, allowed: true, summary: "would restart now (dry run"},
+		{name: "settling", mutate: func(f *Facts) {
+			f.Policies[0].Spec.Restart = &kickv1alpha1.RestartSpec{Settle: &metav1.Duration{Duration: time.Hour}}
+		}, verdict: Stale, stage: StageSettle, reason: kickv1alpha1.GateSettling, until: t0.Add(61 * time.Minute)},
+		{name: "settled", mutate: func(f *Facts) {
+			f.Policies[0].Spec.Restart = &kickv1alpha1.RestartSpec{Settle: &metav1.Duration{Duration: 5 * time.Minute}}
+		}, verdict: Stale, allowed: true},
+		{name: "a person's request stands for its own change", mutate: func(f *Facts) {
+			f.Dependencies[0].Record = relevant(t0.Add(-time.Minute))
+			f.Request = &kickv1alpha1.KickRequest{ObjectMeta: metav1.ObjectMeta{Name: "deployment-web",
+				Annotations: map[string]string{kickv1alpha1.ChangeAnnotation: t0.Add(5 * time.Minute).Format(time.RFC3339Nano)}}}
+		}, verdict: Stale, allowed: true},
+		{name: "a handed change the cache does not show yet", mutate: func(f *Facts) {
+			f.Dependencies[0].Record = nil
+			f.Handed = freshness.At(t0.Add(time.Second))
+		}, verdict: Stale, allowed: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := baseFacts()
+			if tc.mutate != nil {
+				tc.mutate(&f)
+			}
+			a := Assess(f)
+			if a.Verdict != tc.verdict || a.Carried != tc.carried {
+				t.Errorf("verdict %s carried %v (%s); want %s carried %v", a.Verdict, a.Carried, a.VerdictMessage, tc.verdict, tc.carried)
+			}
+			if a.Selection.State == Selected && (a.Gate.Allowed != tc.allowed || a.Gate.Stage != tc.stage || a.Gate.Reason != tc.reason && !tc.allowed) {
+				t.Errorf("gate allowed %v stage %q reason %q (%s); want %v %q %q", a.Gate.Allowed, a.Gate.Stage, a.Gate.Reason, a.Gate.Message, tc.allowed, tc.stage, tc.reason)
+			}
+			if !a.Gate.Until.Equal(tc.until) {
+				t.Errorf("gate until %v, want %v", a.Gate.Until, tc.until)
+			}
+			if !strings.HasPrefix(a.Summary, tc.summary) {
+				t.Errorf("summary %q, want prefix %q", a.Summary, tc.summary)
+			}
+			if a.Selection.State == Selected && len(a.Gate.Stages) != 6 {
+				t.Errorf("%d stages evaluated, want all 6", len(a.Gate.Stages))
+			}
+		})
+	}
+}
+
+func TestLatestAndWhereItComesFrom(t *testing.T) {
+	f := baseFacts()
+	f.Dependencies = append(f.Dependencies,
+		Dependency{Kind: "ConfigMap", Name: "cfg", Counted: true, Record: relevant(t0.Add(3 * time.Minute))},
+		Dependency{Kind: "Secret", Name: "old", Counted: true, Record: baseline(t0.Add(-time.Hour), t0.Add(-time.Hour+time.Second/2))})
+	a := Assess(f)
+	if !a.Latest.Latest.Equal(t0.Add(3*time.Minute)) || a.LatestFrom != "ConfigMap/cfg" {
+		t.Errorf("Λ = %v from %q, want the ConfigMap's change", a.Latest, a.LatestFrom)
+	}
+	if a.Dependencies[2].Record != RecordBaseline || !a.Dependencies[2].Change.Latest.Equal(t0.Add(-time.Hour+time.Second/2)) {
+		t.Errorf("baseline dependency: %+v", a.Dependencies[2])
+	}
+	f.Request = &kickv1alpha1.KickRequest{ObjectMeta: metav1.ObjectMeta{Name: "r",
+		Annotations: map[string]string{kickv1alpha1.ChangeAnnotation: t0.Add(4 * time.Minute).Format(time.RFC3339Nano)}}}
+	if a := Assess(f); a.LatestFrom != "kickrequest/r ("+kickv1alpha1.ChangeAnnotation+")" {
+		t.Errorf("Λ from %q, want the request's annotation", a.LatestFrom)
+	}
+}
+
+func TestReopen(t *testing.T) {
+	finished := func(phase kickv1alpha1.KickRequestPhase, reported time.Time) *kickv1alpha1.KickRequest {
+		m := metav1.NewMicroTime(reported)
+		return &kickv1alpha1.KickRequest{Status: kickv1alpha1.KickRequestStatus{Phase: phase, LatestObservedDependencyChange: &m}}
+	}
+	f := baseFacts()
+	a := Assess(f)
+	if v := a.Reopen(finished(kickv1alpha1.PhaseSucceeded, t0)); !v.Reopen || v.Reason != kickv1alpha1.ReasonNewChange {
+		t.Errorf("stale after success: %+v", v)
+	}
+	if v := a.Reopen(finished(kickv1alpha1.PhaseDryRun, t0.Add(time.Minute))); v.Reopen || v.Reason != kickv1alpha1.ReasonNoNewerChange {
+		t.Errorf("dry run that reported this change: %+v", v)
+	}
+	if v := a.Reopen(finished(kickv1alpha1.PhaseDryRun, t0)); !v.Reopen {
+		t.Errorf("dry run with a newer change: %+v", v)
+	}
+	f.Rollout.Start = t0.Add(2 * time.Minute)
+	a = Assess(f)
+	if v := a.Reopen(finished(kickv1alpha1.PhaseSucceeded, t0)); v.Reopen || v.Reason != kickv1alpha1.ReasonAlreadyCarried {
+		t.Errorf("carried: %+v", v)
+	}
+	f.Target.Labels = nil
+	a = Assess(f)
+	if v := a.Reopen(finished(kickv1alpha1.PhaseSucceeded, t0)); v.Reopen || v.Reason != string(kickv1alpha1.GateNotSelected) {
+		t.Errorf("not selected: %+v", v)
+	}
+}
+
+func TestChangeAnnotationRoundTrip(t *testing.T) {
+	for _, c := range []freshness.Change{
+		freshness.At(t0.Add(123456789)),
+		{Earliest: t0, Latest: t0.Add(time.Second / 3)},
+	} {
+		if got := ParseChange(FormatChange(c)); got != c {
+			t.Errorf("round trip of %v gave %v", c, got)
+		}
+	}
+	for _, bad := range []string{"", "yesterday", "2026-05-01T10:00:00Z/not-a-time"} {
+		got := ParseChange(bad)
+		if bad == "2026-05-01T10:00:00Z/not-a-time" {
+			if got != freshness.At(t0) {
+				t.Errorf("%q: %v, want the first bound alone", bad, got)
+			}
+			continue
+		}
+		if !got.IsZero() {
+			t.Errorf("%q parsed as %v", bad, got)
+		}
+	}
+}
+
+func TestCurrentRequest(t *testing.T) {
+	mk := func(name string, created time.Time, phase kickv1alpha1.KickRequestPhase) kickv1alpha1.KickRequest {
+		return kickv1alpha1.KickRequest{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(created)},
+			Status: kickv1alpha1.KickRequestStatus{Phase: phase}}
+	}
+	reqs := []kickv1alpha1.KickRequest{
+		mk("done", t0, kickv1alpha1.PhaseSucceeded),
+		mk("young", t0.Add(2*time.Second), kickv1alpha1.PhasePending),
+		mk("old", t0.Add(time.Second), kickv1alpha1.PhaseWaitingForGate),
+	}
+	if got := CurrentRequest(reqs); got == nil || got.Name != "old" {
+		t.Errorf("current = %v, want the oldest open request", got)
+	}
+	if got := CurrentRequest(reqs[:1]); got == nil || got.Name != "done" {
+		t.Errorf("current = %v, want the finished one", got)
+	}
+	if CurrentRequest(nil) != nil {
+		t.Error("no requests, yet a current one")
+	}
+}

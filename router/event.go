@@ -50,6 +50,9 @@ func (r ObjectRef) String() string {
 	return s + " " + r.Name
 }
 
+// IsZero reports whether r names no object.
+func (r ObjectRef) IsZero() bool { return r == ObjectRef{} }
+
 // RequestRef identifies a KickRequest.
 type RequestRef struct {
 	Namespace string
@@ -127,16 +130,39 @@ func TransitionID(requestUID, toPhase string, at time.Time) string {
 	return hex.EncodeToString(h.Sum(sum[:0])[:16])
 }
 
-// GateChanged says a GitOps object changed in a way that may open a gate for waiting requests.
+// GateChanged says the gate decision of an open KickRequest changed: which gate held the
+// restart back (or that none does any more), why, the object whose state produced the decision,
+// and when it may change by itself. The KickRequest reconciler publishes it; the same decision is
+// persisted in the request's status.gate.
 type GateChanged struct {
-	Provider string // "argocd", "flux", "kargo"
-	Object   ObjectRef
-	Time     time.Time
-	// Requests are the waiting KickRequests concerned, when the publisher knows them (namespace/name
-	// in Namespace/Name, Kind "KickRequest"); empty means "any request gated by Object".
-	Requests []ObjectRef
+	Request      RequestRef
+	Target       ObjectRef
+	TargetLabels map[string]string // the target workload's labels, for notification selectors
+	Policy       string            // KickPolicy name
+	Provider     string            // GitOps provider that decided ("argocd", "flux", "kargo"), "" for native gates
+	Owner        string            // resolved GitOps owner, e.g. "Application argocd/shop-api"; may be empty
+	Stage        string            // the gate that decided: "Suspend", "Schedule", "MinInterval", "GitOps"; "" when allowed
+	Allowed      bool              // the restart may run now
+	Reason       string            // gate reason: Allowed, OutsideSchedule, OwnerOutOfSync, MinIntervalNotElapsed, ...
+	Message      string
+	// Cause is the object whose state produced the decision (an Application, AppProject,
+	// Kustomization, ...); zero when there is none.
+	Cause ObjectRef
+	// OpensAt is when the decision may change without any object changing (a window end);
+	// zero when unknown.
+	OpensAt time.Time
+	// Time is when the decision was made: the request's status.gate.lastEvaluated.
+	Time time.Time
 }
 
 func (GateChanged) Kind() EventKind { return KindGateChanged }
-func (e GateChanged) Key() string   { return e.Provider + ":" + e.Object.String() }
+func (e GateChanged) Key() string   { return e.Request.String() }
 func (GateChanged) isEvent()        {}
+
+// DecisionID is this decision's stable id (32 hex characters): TransitionID of the request UID,
+// "gate/" plus the reason, and the decision time. A retry, or a manager that restarted and
+// read the time back from status.gate.lastEvaluated, computes the same id; it never equals the
+// id of a phase transition, since phase names contain no slash.
+func (e GateChanged) DecisionID() string {
+	return TransitionID(e.Request.UID, "gate/"+e.Reason, e.Time)
+}

@@ -53,7 +53,8 @@ func TestEventKindsAndKeys(t *testing.T) {
 	}{
 		{SourceChanged{Source: ObjectRef{APIVersion: "v1", Kind: "Secret", Namespace: "shop", Name: "db"}, Consumers: []ObjectRef{dep}}, KindSourceChanged, "Secret shop/db"},
 		{PhaseChanged{Request: RequestRef{Namespace: "shop", Name: "web-x", UID: "u"}, Target: dep}, KindPhaseChanged, "shop/web-x"},
-		{GateChanged{Provider: "argocd", Object: ObjectRef{APIVersion: "argoproj.io/v1alpha1", Kind: "AppProject", Name: "default"}}, KindGateChanged, "argocd:AppProject.argoproj.io default"},
+		{GateChanged{Request: RequestRef{Namespace: "shop", Name: "web-x", UID: "u"}, Target: dep, Provider: "argocd",
+			Cause: ObjectRef{APIVersion: "argoproj.io/v1alpha1", Kind: "AppProject", Namespace: "argocd", Name: "default"}}, KindGateChanged, "shop/web-x"},
 	} {
 		if tc.ev.Kind() != tc.kind || tc.ev.Key() != tc.key {
 			t.Errorf("%T: Kind, Key = %s, %q; want %s, %q", tc.ev, tc.ev.Kind(), tc.ev.Key(), tc.kind, tc.key)
@@ -61,6 +62,43 @@ func TestEventKindsAndKeys(t *testing.T) {
 	}
 	if got := dep.String(); got != "Deployment.apps shop/web" {
 		t.Errorf("ObjectRef.String() = %q", got)
+	}
+}
+
+func TestDecisionID(t *testing.T) {
+	at := time.Date(2026, 11, 29, 1, 59, 0, 250, time.UTC)
+	ev := GateChanged{
+		Request: RequestRef{Namespace: "shop", Name: "web-x", UID: "uid-1"},
+		Stage:   "Schedule", Reason: "OutsideSchedule", Message: "outside the window", Time: at,
+		OpensAt: at.Add(time.Minute),
+	}
+	id := ev.DecisionID()
+	if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(id) {
+		t.Fatalf("id %q is not 32 hex characters", id)
+	}
+	// Recomputed from the persisted status (another location, no monotonic reading, other
+	// free text): the same id.
+	again := ev
+	again.Time = time.Unix(0, at.UnixNano()).In(time.FixedZone("CET", 3600))
+	again.Message, again.Owner, again.OpensAt = "reworded", "Application argocd/shop", time.Time{}
+	if again.DecisionID() != id {
+		t.Errorf("the same decision got %q, want %q", again.DecisionID(), id)
+	}
+	for name, other := range map[string]GateChanged{
+		"other reason":  {Request: ev.Request, Reason: "Allowed", Allowed: true, Time: at},
+		"other time":    {Request: ev.Request, Reason: ev.Reason, Time: at.Add(time.Nanosecond)},
+		"other request": {Request: RequestRef{Namespace: "shop", Name: "web-x", UID: "uid-2"}, Reason: ev.Reason, Time: at},
+	} {
+		if other.DecisionID() == id {
+			t.Errorf("%s: same id %q", name, id)
+		}
+	}
+	// A gate decision never shares an id with a phase transition of the same request.
+	if id == TransitionID("uid-1", "OutsideSchedule", at) {
+		t.Error("DecisionID collides with a phase transition named like the reason")
+	}
+	if !(ObjectRef{}).IsZero() || ev.Request.String() != ev.Key() || (ObjectRef{Kind: "Application"}).IsZero() {
+		t.Error("IsZero or Key is wrong")
 	}
 }
 

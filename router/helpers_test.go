@@ -21,9 +21,9 @@ func newRouter(t testing.TB) (*Router, *prometheus.Registry) {
 	return r, reg
 }
 
-func subscribe(t testing.TB, r *Router, name string, p QueuePolicy, capacity int, filter func(Event) bool) *Subscription {
+func subscribe(t testing.TB, r *Router, name string, p QueuePolicy, capacity int, filter func(Event) bool, opts ...SubscribeOption) *Subscription {
 	t.Helper()
-	s, err := r.Subscribe(name, p, capacity, filter)
+	s, err := r.Subscribe(name, p, capacity, filter, opts...)
 	if err != nil {
 		t.Fatalf("Subscribe(%q): %v", name, err)
 	}

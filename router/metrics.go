@@ -7,7 +7,8 @@ import (
 )
 
 // metrics are the router's collectors. Label values are event kinds (closed set) and subscriber
-// names (few and fixed), so cardinality stays bounded.
+// labels (few and fixed: a family of subscriptions shares one, see MetricsLabel), so cardinality
+// stays bounded.
 type metrics struct {
 	published map[EventKind]prometheus.Counter // read-only after newMetrics
 	delivered *prometheus.CounterVec

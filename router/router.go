@@ -87,7 +87,7 @@ func New(opts Options) *Router {
 // Subscribe adds a subscriber with its own FIFO queue of the given capacity. filter selects the
 // events it receives (nil: all); it runs on the publisher's goroutine, so it must be fast,
 // non-blocking and safe for concurrent use. Names must be unique among open subscriptions.
-func (r *Router) Subscribe(name string, policy QueuePolicy, capacity int, filter func(Event) bool) (*Subscription, error) {
+func (r *Router) Subscribe(name string, policy QueuePolicy, capacity int, filter func(Event) bool, opts ...SubscribeOption) (*Subscription, error) {
 	switch {
 	case name == "":
 		return nil, errors.New("router: subscriber name is empty")
@@ -107,7 +107,11 @@ func (r *Router) Subscribe(name string, policy QueuePolicy, capacity int, filter
 			return nil, fmt.Errorf("router: subscriber %q already exists", name)
 		}
 	}
-	s := newSubscription(r, name, policy, capacity, filter)
+	var cfg subscribeConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	s := newSubscription(r, name, policy, capacity, filter, cfg)
 	next := make([]*Subscription, len(old), len(old)+1)
 	copy(next, old)
 	next = append(next, s)

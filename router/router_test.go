@@ -397,3 +397,41 @@ func TestMetricsAndLogging(t *testing.T) {
 		t.Errorf("published = %v, want 7", got)
 	}
 }
+
+// TestSubscriptionFamily: subscriptions that share a metrics label share its series, and each
+// tells its owner which events its full drop-oldest queue discarded.
+func TestSubscriptionFamily(t *testing.T) {
+	r, reg := newRouter(t)
+	var lostA, lostB []int
+	a := subscribe(t, r, "notifications/a", DropOldest, 2, nil, MetricsLabel("notifications"),
+		OnDrop(func(ev Event) { _, n := origin(t, ev); lostA = append(lostA, n) }))
+	b := subscribe(t, r, "notifications/b", DropOldest, 4, nil, MetricsLabel("notifications"),
+		OnDrop(func(ev Event) { _, n := origin(t, ev); lostB = append(lostB, n) }))
+	for i := range 5 {
+		publish(t, r, src("p", i))
+	}
+	if !slices.Equal(lostA, []int{0, 1, 2}) || !slices.Equal(lostB, []int{0}) {
+		t.Fatalf("dropped: a %v (want 0 1 2), b %v (want 0)", lostA, lostB)
+	}
+	for name, want := range map[string]float64{
+		"kick_router_dropped_total":   4,
+		"kick_router_delivered_total": 10,
+		"kick_router_queue_depth":     6, // 2 + 4
+	} {
+		if got := metric(t, reg, name, "notifications"); got != want {
+			t.Errorf("%s{notifications} = %v, want %v", name, got, want)
+		}
+		if got := metric(t, reg, name, "notifications/a"); got != 0 {
+			t.Errorf("%s has a series for the subscription name: %v", name, got)
+		}
+	}
+	next(t, b)
+	a.Close()
+	if got := metric(t, reg, "kick_router_queue_depth", "notifications"); got != 3 {
+		t.Errorf("queue_depth after one read and closing a = %v, want 3 (b's queue)", got)
+	}
+	// A block queue never drops, so its OnDrop is never called.
+	blocked := subscribe(t, r, "driver", Block, 1, nil, OnDrop(func(Event) { t.Error("a block queue dropped") }))
+	publish(t, r, src("q", 1))
+	next(t, blocked)
+}

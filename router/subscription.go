@@ -15,6 +15,7 @@ type Subscription struct {
 	name   string
 	policy QueuePolicy
 	filter func(Event) bool
+	onDrop func(Event) // nil, or told of every event the queue discards
 
 	delivered, dropped prometheus.Counter
 	depth              prometheus.Gauge
@@ -31,28 +32,49 @@ type Subscription struct {
 	congested bool          // congestion was logged and the queue has not drained since
 }
 
-func newSubscription(r *Router, name string, policy QueuePolicy, capacity int, filter func(Event) bool) *Subscription {
+// SubscribeOption tunes one subscription; see MetricsLabel and OnDrop.
+type SubscribeOption func(*subscribeConfig)
+
+type subscribeConfig struct {
+	label  string
+	onDrop func(Event)
+}
+
+// MetricsLabel reports the subscription in the kick_router_* metrics under this "subscriber"
+// label value instead of its name. Subscriptions that share a label share the series: their
+// counters add up and the depth gauge is the sum of their queues. It keeps the label set small
+// for a family of subscriptions whose number is not fixed, such as one per NotificationPolicy.
+func MetricsLabel(label string) SubscribeOption {
+	return func(c *subscribeConfig) { c.label = label }
+}
+
+// OnDrop has fn told of every event the (drop-oldest) queue discards, after it was counted. fn
+// runs on the publisher's goroutine with no router lock held; it must be fast, must not block
+// and must not publish.
+func OnDrop(fn func(Event)) SubscribeOption {
+	return func(c *subscribeConfig) { c.onDrop = fn }
+}
+
+func newSubscription(r *Router, name string, policy QueuePolicy, capacity int, filter func(Event) bool, cfg subscribeConfig) *Subscription {
+	label := name
+	if cfg.label != "" {
+		label = cfg.label
+	}
 	s := &Subscription{
-		r: r, name: name, policy: policy, filter: filter,
-		delivered: r.m.delivered.WithLabelValues(name),
-		dropped:   r.m.dropped.WithLabelValues(name),
-		depth:     r.m.depth.WithLabelValues(name),
+		r: r, name: name, policy: policy, filter: filter, onDrop: cfg.onDrop,
+		delivered: r.m.delivered.WithLabelValues(label),
+		dropped:   r.m.dropped.WithLabelValues(label),
+		depth:     r.m.depth.WithLabelValues(label),
 		ready:     make(chan struct{}, 1),
 		done:      make(chan struct{}),
 		buf:       make([]Event, capacity),
 	}
-	s.depth.Set(0)
+	s.depth.Add(0) // the series exists from the start
 	return s
 }
 
 // Name is the subscriber name given to Subscribe.
 func (s *Subscription) Name() string { return s.name }
-
-// Policy is the subscription's queue policy.
-func (s *Subscription) Policy() QueuePolicy { return s.policy }
-
-// Cap is the queue capacity.
-func (s *Subscription) Cap() int { return len(s.buf) }
 
 // Len is the number of queued events.
 func (s *Subscription) Len() int {
@@ -87,17 +109,20 @@ func (s *Subscription) push(ev Event, wait bool) (bool, <-chan struct{}) {
 		return false, ch
 	}
 	logIt := false
+	var lost Event
 	if full { // DropOldest
+		lost = s.buf[s.head]
 		s.buf[s.head] = nil
 		s.head = (s.head + 1) % len(s.buf)
 		s.n--
 		s.dropped.Inc()
 		logIt, s.congested = !s.congested, true
+	} else {
+		s.depth.Inc()
 	}
 	s.buf[(s.head+s.n)%len(s.buf)] = ev
 	s.n++
 	s.delivered.Inc()
-	s.depth.Set(float64(s.n))
 	s.mu.Unlock()
 	select {
 	case s.ready <- struct{}{}:
@@ -105,6 +130,9 @@ func (s *Subscription) push(ev Event, wait bool) (bool, <-chan struct{}) {
 	}
 	if logIt {
 		s.r.info("router: subscriber queue full, dropping oldest events", "subscriber", s.name, "capacity", len(s.buf))
+	}
+	if lost != nil && s.onDrop != nil {
+		s.onDrop(lost)
 	}
 	return true, nil
 }
@@ -141,7 +169,7 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 			s.buf[s.head] = nil
 			s.head = (s.head + 1) % len(s.buf)
 			s.n--
-			s.depth.Set(float64(s.n))
+			s.depth.Dec()
 			if s.n == 0 {
 				s.congested = false
 			}
@@ -199,8 +227,8 @@ func (s *Subscription) Close() {
 		s.mu.Lock()
 		s.closed = true
 		clear(s.buf)
+		s.depth.Sub(float64(s.n))
 		s.head, s.n = 0, 0
-		s.depth.Set(0)
 		if s.space != nil {
 			close(s.space)
 			s.space = nil

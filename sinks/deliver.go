@@ -47,10 +47,10 @@ type outcome struct {
 	status   int // the last HTTP status, 0 without one
 }
 
-// deliver sends ev with every retry allowed, all within the policy's timeout, and describes how
-// it went. Every attempt carries the same event id; with signing, each is signed with its own
-// timestamp.
-func (c *deliveryConfig) deliver(ctx context.Context, ev router.PhaseChanged) outcome {
+// deliver sends ev (a phase or gate change) with every retry allowed, all within the policy's
+// timeout, and describes how it went. Every attempt carries the same event id; with signing,
+// each is signed with its own timestamp.
+func (c *deliveryConfig) deliver(ctx context.Context, ev router.Event) outcome {
 	msg, err := c.formatter.Format(ev)
 	if errors.Is(err, format.ErrSkip) {
 		return outcome{kind: outcomeSkipped}

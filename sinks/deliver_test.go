@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/router"
 	"github.com/kick-operator/kick/sinks/format"
 	"github.com/kick-operator/kick/sinks/signing"
 )
@@ -370,6 +371,27 @@ func TestDeliverTLS(t *testing.T) {
 	if out := mustBuild(t, mtls, nil, caSecret, tlsSecret).deliver(context.Background(), phaseChanged("Succeeded")); out.kind != outcomeSuccess {
 		t.Fatalf("mutual TLS: %+v", out)
 	}
+	// clientCertificate.key picks the certificate; tls.key stays the private key. Here tls.crt
+	// belongs to another key, so only the named certificate makes a pair.
+	_, otherCert, _ := ca.Issue(t, true)
+	chainSecret := secret("client-chain", map[string]string{
+		corev1.TLSCertKey: string(otherCert), "client.crt": string(clientCert), corev1.TLSPrivateKeyKey: string(clientKey),
+	})
+	chainSecret.Type = corev1.SecretTypeTLS
+	byKey := policy(srv.URL, func(w *kickv1alpha1.WebhookSpec) {
+		w.TLS = &kickv1alpha1.WebhookTLS{CABundle: ref("ca", "ca.crt"), ClientCertificate: &kickv1alpha1.TLSSecretRef{Name: "client-chain", Key: "client.crt"}}
+	})
+	if out := mustBuild(t, byKey, nil, caSecret, chainSecret).deliver(context.Background(), phaseChanged("Succeeded")); out.kind != outcomeSuccess {
+		t.Fatalf("mutual TLS with clientCertificate.key: %+v", out)
+	}
+	byKey.Spec.Webhook.TLS.ClientCertificate.Key = "absent.crt"
+	if _, prob := build(t, byKey, nil, nil, caSecret, chainSecret); prob == nil || prob.reason != reasonKeyNotFound || !strings.Contains(prob.message, `"absent.crt"`) {
+		t.Fatalf("a missing clientCertificate.key: %+v", prob)
+	}
+	byKey.Spec.Webhook.TLS.ClientCertificate.Key = ""
+	if _, prob := build(t, byKey, nil, nil, caSecret, chainSecret); prob == nil || prob.reason != ReasonInvalidSecret || !strings.Contains(prob.message, "tls.crt and tls.key") {
+		t.Fatalf("the default tls.crt with another key: %+v", prob)
+	}
 	noCert := policy(srv.URL, func(w *kickv1alpha1.WebhookSpec) {
 		w.TLS = &kickv1alpha1.WebhookTLS{CABundle: ref("ca", "ca.crt")}
 	})
@@ -390,7 +412,9 @@ func TestDeliverSkip(t *testing.T) {
 		w.PagerDuty = &kickv1alpha1.PagerDutySpec{RoutingKey: *ref("pd", "k")}
 	})
 	cfg := mustBuild(t, p, nil, secret("pd", map[string]string{"k": "rk"}))
-	if out := cfg.deliver(context.Background(), phaseChanged("DryRun")); out.kind != outcomeSkipped || len(rc.seen()) != 0 {
-		t.Fatalf("outcome %+v", out)
+	for _, ev := range []router.Event{phaseChanged("DryRun"), gateChanged(false), gateChanged(true)} {
+		if out := cfg.deliver(context.Background(), ev); out.kind != outcomeSkipped || len(rc.seen()) != 0 {
+			t.Fatalf("%s: outcome %+v", ev.Kind(), out)
+		}
 	}
 }

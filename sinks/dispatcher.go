@@ -2,9 +2,8 @@ package sinks
 
 import (
 	"context"
-	"sort"
+	"fmt"
 	"sync"
-	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -21,9 +20,10 @@ import (
 // eventAction is the action of the Events emitted about NotificationPolicies.
 const eventAction = "Deliver"
 
-// dispatcher is the manager runnable that reads PhaseChanged events from the router, offers each
-// to the policies of its namespace, runs one worker per policy and writes the policies' status.
-// It runs only on the elected leader.
+// dispatcher is the manager runnable that delivers each NotificationPolicy's notifications:
+// every policy has its own drop-oldest router subscription, filtered to the events it delivers,
+// and its own worker, so a slow endpoint only ever fills its own queue. It writes the policies'
+// status and runs only on the elected leader.
 type dispatcher struct {
 	opts     Options
 	log      logr.Logger
@@ -31,14 +31,12 @@ type dispatcher struct {
 	recorder events.EventRecorder
 	guard    *guard
 	metrics  *metrics
-	sub      *router.Subscription
 	wake     chan struct{} // asks the flusher to write urgent status now
 
 	mu       sync.RWMutex
 	policies map[types.NamespacedName]*policyState
-	byNS     map[string][]*policyState // sorted by name; replaced, never modified in place
-	runCtx   context.Context           // nil until Start
-	nsSet    atomic.Pointer[map[string]bool]
+	runCtx   context.Context // nil until Start
+	stopped  bool            // Start returned: no more subscriptions
 }
 
 var (
@@ -47,7 +45,7 @@ var (
 )
 
 func newDispatcher(opts Options, c client.Client, rec events.EventRecorder, log logr.Logger) *dispatcher {
-	d := &dispatcher{
+	return &dispatcher{
 		opts:     opts,
 		log:      log,
 		client:   c,
@@ -56,77 +54,60 @@ func newDispatcher(opts Options, c client.Client, rec events.EventRecorder, log 
 		metrics:  newMetrics(opts.Registerer),
 		wake:     make(chan struct{}, 1),
 		policies: map[types.NamespacedName]*policyState{},
-		byNS:     map[string][]*policyState{},
 	}
-	d.nsSet.Store(&map[string]bool{})
-	return d
 }
 
 // NeedLeaderElection keeps deliveries on the leader, so replicas do not send duplicates.
 func (d *dispatcher) NeedLeaderElection() bool { return true }
 
-// wants is the router filter: phase changes in namespaces that have a policy. It runs on the
-// publisher's goroutine and only reads an immutable map.
-func (d *dispatcher) wants(ev router.Event) bool {
-	pc, ok := ev.(router.PhaseChanged)
-	return ok && (*d.nsSet.Load())[pc.Request.Namespace]
+// Start runs the workers and the status flusher until ctx ends, then unsubscribes every policy.
+func (d *dispatcher) Start(ctx context.Context) error {
+	d.run(ctx)
+	d.flushLoop(ctx)
+
+	d.mu.Lock()
+	d.stopped = true
+	for _, st := range d.policies {
+		if st.sub != nil {
+			st.sub.Close()
+		}
+	}
+	d.mu.Unlock()
+	return nil
 }
 
-// Start runs the workers and the status flusher and routes events until ctx ends.
-func (d *dispatcher) Start(ctx context.Context) error {
+// run starts the worker of every policy, now and as they are added, until ctx ends.
+func (d *dispatcher) run(ctx context.Context) {
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.runCtx = ctx
 	for _, st := range d.policies {
 		d.startWorkerLocked(st)
 	}
-	d.mu.Unlock()
+}
 
-	flushed := make(chan struct{})
-	go func() {
-		defer close(flushed)
-		d.flushLoop(ctx)
-	}()
-	_ = d.sub.Run(ctx, func(_ context.Context, ev router.Event) {
-		if pc, ok := ev.(router.PhaseChanged); ok {
-			d.route(pc)
-		}
-	})
-	d.sub.Close()
-	<-flushed
+// subscribeLocked gives st its own router subscription: a drop-oldest queue of
+// Options.QueueCapacity events that only takes what st.wants. Its drops are counted in the
+// policy's status.dropped and kick_notification_dropped_total; the kick_router_* metrics
+// show all policies' queues together under the subscriber label "notifications". Callers
+// hold d.mu.
+func (d *dispatcher) subscribeLocked(st *policyState) error {
+	sub, err := d.opts.Router.Subscribe(SubscriberName+"/"+st.key.String(), router.DropOldest, d.opts.QueueCapacity, st.wants,
+		router.MetricsLabel(SubscriberName), router.OnDrop(func(router.Event) { d.dropped(st) }))
+	if err != nil {
+		return fmt.Errorf("subscribing NotificationPolicy %s to events: %w", st.key, err)
+	}
+	st.sub = sub
 	return nil
 }
 
-// route offers ev to every policy of its namespace. It never blocks on a policy.
-func (d *dispatcher) route(ev router.PhaseChanged) {
-	d.mu.RLock()
-	list := d.byNS[ev.Request.Namespace]
-	d.mu.RUnlock()
-	for _, st := range list {
-		d.offer(st, ev)
-	}
-}
-
-// offer queues ev for st when st delivers it. A policy that cannot deliver (a problem, or 410
-// Gone) counts it as failed at once.
-func (d *dispatcher) offer(st *policyState, ev router.PhaseChanged) {
+// dropped counts an event st's full queue discarded.
+func (d *dispatcher) dropped(st *policyState) {
 	st.mu.Lock()
-	if st.suspended || !st.match.matches(ev) {
-		st.mu.Unlock()
-		return
-	}
-	if st.problem != nil || st.gone || st.cfg == nil {
-		d.blockedLocked(st)
-		st.mu.Unlock()
-		return
-	}
+	st.dropped++
+	st.dirty = true
 	st.mu.Unlock()
-	if st.q.push(ev) {
-		st.mu.Lock()
-		st.dropped++
-		st.dirty = true
-		st.mu.Unlock()
-		d.metrics.dropped.Inc()
-	}
+	d.metrics.dropped.Inc()
 }
 
 // blockedLocked counts an event a policy matched but cannot deliver. Callers hold st.mu.
@@ -142,19 +123,30 @@ func (d *dispatcher) blockedLocked(st *policyState) {
 	d.metrics.delivered(st.key.Namespace, st.key.Name, false)
 }
 
-// apply installs what the reconciler found for policy p: matcher, config or problem.
-func (d *dispatcher) apply(p *kickv1alpha1.NotificationPolicy, m matcher, cfg *deliveryConfig, prob *problem) {
+// apply installs what the reconciler found for policy p: matcher, config or problem. A policy
+// seen for the first time (or recreated under the same name) is subscribed to the router; a
+// spec change only replaces what its subscription's filter reads.
+func (d *dispatcher) apply(p *kickv1alpha1.NotificationPolicy, m matcher, cfg *deliveryConfig, prob *problem) error {
 	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+	sel := &selection{match: m, suspended: p.Spec.Suspend}
 	d.mu.Lock()
+	if d.stopped {
+		d.mu.Unlock()
+		return nil
+	}
 	st := d.policies[key]
 	if st != nil && st.uid != p.UID {
 		d.removeLocked(key)
 		st = nil
 	}
 	if st == nil {
-		st = newPolicyState(p, d.opts.QueueCapacity)
+		st = newPolicyState(p)
+		st.sel.Store(sel)
+		if err := d.subscribeLocked(st); err != nil {
+			d.mu.Unlock()
+			return err
+		}
 		d.policies[key] = st
-		d.reindexLocked()
 		d.startWorkerLocked(st)
 	}
 	d.mu.Unlock()
@@ -167,7 +159,8 @@ func (d *dispatcher) apply(p *kickv1alpha1.NotificationPolicy, m matcher, cfg *d
 	if cfg != prev {
 		st.refused = ""
 	}
-	st.generation, st.suspended, st.match, st.cfg, st.problem = p.Generation, p.Spec.Suspend, m, cfg, prob
+	st.generation, st.cfg, st.problem = p.Generation, cfg, prob
+	st.sel.Store(sel)
 	if st.written != st.generation {
 		st.dirty, st.urgent = true, true
 	}
@@ -187,6 +180,7 @@ func (d *dispatcher) apply(p *kickv1alpha1.NotificationPolicy, m matcher, cfg *d
 	case d.wake <- struct{}{}:
 	default:
 	}
+	return nil
 }
 
 // config returns the current delivery config of the policy with this key and uid, if any.
@@ -202,7 +196,8 @@ func (d *dispatcher) config(key types.NamespacedName, uid types.UID) *deliveryCo
 	return st.cfg
 }
 
-// remove forgets a deleted policy: its worker stops and its queue is discarded.
+// remove forgets a deleted policy: it is unsubscribed (its queued events are discarded) and its
+// worker stops.
 func (d *dispatcher) remove(key types.NamespacedName) {
 	d.mu.Lock()
 	d.removeLocked(key)
@@ -215,7 +210,9 @@ func (d *dispatcher) removeLocked(key types.NamespacedName) {
 		return
 	}
 	delete(d.policies, key)
-	d.reindexLocked()
+	if st.sub != nil {
+		st.sub.Close()
+	}
 	if st.stop != nil {
 		st.stop()
 	}
@@ -227,22 +224,6 @@ func (d *dispatcher) removeLocked(key types.NamespacedName) {
 		cfg.transport.CloseIdleConnections()
 	}
 	d.metrics.forget(key.Namespace, key.Name)
-}
-
-// reindexLocked rebuilds the per-namespace lists and the router filter's namespace set.
-// Callers hold d.mu.
-func (d *dispatcher) reindexLocked() {
-	byNS := make(map[string][]*policyState, len(d.byNS))
-	ns := make(map[string]bool, len(d.byNS))
-	for key, st := range d.policies {
-		byNS[key.Namespace] = append(byNS[key.Namespace], st)
-		ns[key.Namespace] = true
-	}
-	for _, list := range byNS {
-		sort.Slice(list, func(i, j int) bool { return list[i].key.Name < list[j].key.Name })
-	}
-	d.byNS = byNS
-	d.nsSet.Store(&ns)
 }
 
 // announce emits an Event about a Ready change. Messages are already scrubbed.

@@ -20,6 +20,9 @@ import (
 
 const testNS = "team-a"
 
+// wait bounds every wait in the tests, so a bug fails fast instead of hanging.
+const wait = 10 * time.Second
+
 // sentinel is a Secret value that must never appear in any message.
 const sentinel = "SENTINEL-7f3a9c-do-not-leak"
 
@@ -95,6 +98,29 @@ func phaseChanged(to string) router.PhaseChanged {
 		Time:         time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC),
 		Outcome:      "RestartCompleted",
 	}
+}
+
+// gateChanged is a gate decision about the request of phaseChanged: held back by the Argo CD
+// sync window until 02:00 UTC, or allowed.
+func gateChanged(allowed bool) router.GateChanged {
+	ev := router.GateChanged{
+		Request:      router.RequestRef{Namespace: testNS, Name: "web-1a2b", UID: "req-uid"},
+		Target:       router.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: testNS, Name: "web"},
+		TargetLabels: map[string]string{"app": "web"},
+		Policy:       "nightly",
+		Provider:     "argocd",
+		Owner:        "Application argocd/web",
+		Stage:        "GitOps",
+		Reason:       "OutsideSchedule",
+		Cause:        router.ObjectRef{APIVersion: "argoproj.io/v1alpha1", Kind: "AppProject", Namespace: "argocd", Name: "shop"},
+		OpensAt:      time.Date(2026, 3, 2, 2, 0, 0, 0, time.UTC),
+		Time:         time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC),
+	}
+	if allowed {
+		ev.Allowed, ev.Stage, ev.Reason, ev.Cause, ev.OpensAt = true, "", "Allowed", router.ObjectRef{}, time.Time{}
+		ev.Time = ev.Time.Add(time.Hour)
+	}
+	return ev
 }
 
 func keyOf(p *kickv1alpha1.NotificationPolicy) types.NamespacedName {

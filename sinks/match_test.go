@@ -73,3 +73,51 @@ func TestMatcher(t *testing.T) {
 		t.Errorf("an invalid selector must fail and match nothing (err %v)", err)
 	}
 }
+
+// Gate changes reach only policies that ask for them, through the same workload selector; the
+// router filter also checks the namespace.
+func TestMatcherGateChanges(t *testing.T) {
+	gate := func(labels map[string]string) router.GateChanged {
+		return router.GateChanged{Request: router.RequestRef{Namespace: testNS, Name: "r"}, TargetLabels: labels, Reason: "OutsideSchedule"}
+	}
+	web, db := map[string]string{"app": "web"}, map[string]string{"app": "db"}
+	def, err := newMatcher(kickv1alpha1.NotificationPolicySpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if def.matches(gate(web)) || def.matches(gate(nil)) {
+		t.Error("a policy without gateChanges matches a gate change")
+	}
+	m, err := newMatcher(kickv1alpha1.NotificationPolicySpec{
+		GateChanges:      true,
+		Phases:           []kickv1alpha1.KickRequestPhase{kickv1alpha1.PhaseFailed},
+		WorkloadSelector: &metav1.LabelSelector{MatchLabels: web},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.matches(gate(web)) || m.matches(gate(db)) || m.matches(gate(nil)) {
+		t.Error("gateChanges with a selector: want only the selected workload's gate changes")
+	}
+	if !m.matches(router.PhaseChanged{To: "Failed", TargetLabels: web}) || m.matches(router.PhaseChanged{To: "Succeeded", TargetLabels: web}) {
+		t.Error("gateChanges changed phase matching")
+	}
+	if m.matches(router.SourceChanged{}) {
+		t.Error("a source change matches")
+	}
+
+	st := newPolicyState(policy("https://hooks.example.com/"))
+	if st.wants(gate(web)) {
+		t.Error("a policy wants events before the reconciler set what it delivers")
+	}
+	st.sel.Store(&selection{match: m})
+	elsewhere := gate(web)
+	elsewhere.Request.Namespace = "elsewhere"
+	if !st.wants(gate(web)) || st.wants(elsewhere) {
+		t.Error("the router filter must take gate changes of the policy's namespace only")
+	}
+	st.sel.Store(&selection{match: m, suspended: true})
+	if st.wants(gate(web)) {
+		t.Error("a suspended policy wants events")
+	}
+}

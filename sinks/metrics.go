@@ -27,7 +27,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"namespace", "policy", "outcome"})),
 		dropped: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "kick_notification_dropped_total",
-			Help: "Notifications discarded because a policy's delivery queue was full: its endpoint is not keeping up.",
+			Help: "Notifications discarded because a policy's queue of pending deliveries (its router subscription) was full: its endpoint is not keeping up.",
 		})),
 	}
 }

@@ -13,13 +13,13 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultQueueCapacity       = 100
-	DefaultRouterQueueCapacity = 1024
-	DefaultStatusInterval      = 3 * time.Second
+	DefaultQueueCapacity  = 100
+	DefaultStatusInterval = 3 * time.Second
 )
 
-// SubscriberName is the name of the dispatcher's router subscription (the "subscriber" label of
-// the kick_router_* metrics).
+// SubscriberName is the "subscriber" label of the kick_router_* metrics under which every
+// NotificationPolicy's router subscription is counted, and the prefix of those subscriptions'
+// names ("notifications/<namespace>/<name>").
 const SubscriberName = "notifications"
 
 // DefaultDenyCIDRs are the destinations refused when Options.DenyCIDRs is nil: the IPv4 and IPv6
@@ -30,7 +30,7 @@ func DefaultDenyCIDRs() []netip.Prefix {
 
 // Options configure the NotificationPolicy controller and its dispatcher.
 type Options struct {
-	// Router is where PhaseChanged events come from. Required.
+	// Router is where PhaseChanged and GateChanged events come from. Required.
 	Router *router.Router
 	// Registerer receives kick_notification_deliveries_total and
 	// kick_notification_dropped_total (controller-runtime's metrics.Registry in the manager).
@@ -39,12 +39,10 @@ type Options struct {
 	// Log receives delivery logs. The zero value uses the manager's logger.
 	Log logr.Logger
 
-	// QueueCapacity bounds each policy's queue of pending deliveries; when it is full the oldest
-	// pending event is dropped and counted. Default DefaultQueueCapacity.
+	// QueueCapacity bounds each policy's router subscription, its queue of pending deliveries;
+	// when it is full the oldest pending event is dropped and counted. Default
+	// DefaultQueueCapacity.
 	QueueCapacity int
-	// RouterQueueCapacity is the capacity of the drop-oldest router subscription feeding the
-	// dispatcher. Default DefaultRouterQueueCapacity.
-	RouterQueueCapacity int
 	// StatusInterval is the least time between two status writes of one policy caused by
 	// deliveries (spec and Secret changes are written at once). Default DefaultStatusInterval.
 	StatusInterval time.Duration
@@ -67,9 +65,6 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.QueueCapacity <= 0 {
 		o.QueueCapacity = DefaultQueueCapacity
-	}
-	if o.RouterQueueCapacity <= 0 {
-		o.RouterQueueCapacity = DefaultRouterQueueCapacity
 	}
 	if o.StatusInterval <= 0 {
 		o.StatusInterval = DefaultStatusInterval

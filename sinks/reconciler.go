@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
-	"github.com/kick-operator/kick/router"
 )
 
 // +kubebuilder:rbac:groups=kick.corewire.io,resources=notificationpolicies,verbs=get;list;watch
@@ -46,7 +45,8 @@ type Reconciler struct {
 }
 
 // SetupWithManager registers the Secret index, the controller and the dispatcher (a runnable
-// that only runs on the elected leader) and subscribes the dispatcher to opts.Router.
+// that only runs on the elected leader). Each policy subscribes to opts.Router when it is first
+// reconciled.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -69,13 +69,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	r.d = newDispatcher(opts, r.Client, r.Recorder, r.log)
-	sub, err := opts.Router.Subscribe(SubscriberName, router.DropOldest, opts.RouterQueueCapacity, r.d.wants)
-	if err != nil {
-		return err
-	}
-	r.d.sub = sub
 	if err := mgr.Add(r.d); err != nil {
-		sub.Close()
 		return err
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
@@ -88,11 +82,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if opts.MaxConcurrentReconciles > 0 {
 		b = b.WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles})
 	}
-	if err := b.Complete(r); err != nil {
-		sub.Close()
-		return err
-	}
-	return nil
+	return b.Complete(r)
 }
 
 // Reconcile validates one policy, reads its Secrets and gives the result to the dispatcher.
@@ -122,6 +112,5 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		cfg, prob = nil, &problem{reason: ReasonInvalidSelector, message: msg}
 	}
-	r.d.apply(&p, m, cfg, prob)
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, r.d.apply(&p, m, cfg, prob)
 }

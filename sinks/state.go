@@ -3,6 +3,7 @@ package sinks
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -10,22 +11,25 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/router"
 )
 
 // policyState is the dispatcher's view of one NotificationPolicy: what to match and how to
-// send (set by the reconciler), the policy's queue and worker, and the status the flusher
-// writes. Fields after mu are guarded by it.
+// send (set by the reconciler), the policy's router subscription (its bounded queue of pending
+// deliveries) and worker, and the status the flusher writes. Fields after mu are guarded by it.
 type policyState struct {
 	key  types.NamespacedName
 	uid  types.UID
-	q    *queue
-	stop context.CancelFunc // stops the worker; nil until it runs (guarded by dispatcher.mu)
+	sub  *router.Subscription // set by dispatcher.subscribeLocked before the state is used
+	stop context.CancelFunc   // stops the worker; nil until it runs (guarded by dispatcher.mu)
+
+	// sel is what the policy delivers. The router filter reads it on publishers' goroutines;
+	// it is replaced (under mu), never modified.
+	sel atomic.Pointer[selection]
 
 	mu         sync.Mutex
 	generation int64
-	written    int64 // observedGeneration last written (or found at start)
-	match      matcher
-	suspended  bool
+	written    int64           // observedGeneration last written (or found at start)
 	cfg        *deliveryConfig // nil when problem is set
 	problem    *problem        // why the policy cannot deliver as written
 	gone       bool            // a 410 answer at this generation
@@ -41,13 +45,33 @@ type policyState struct {
 	lastFlush     time.Time
 }
 
+// selection is the part of a policy's spec that decides which events it delivers.
+type selection struct {
+	match     matcher
+	suspended bool
+}
+
+// selection returns what st delivers now (nothing before the reconciler set it).
+func (st *policyState) selection() selection {
+	if s := st.sel.Load(); s != nil {
+		return *s
+	}
+	return selection{}
+}
+
+// wants is st's router filter: an event about a request of its namespace that the policy
+// delivers now. It runs on the publisher's goroutine and only reads immutable values.
+func (st *policyState) wants(ev router.Event) bool {
+	s := st.sel.Load()
+	return s != nil && !s.suspended && namespaceOf(ev) == st.key.Namespace && s.match.matches(ev)
+}
+
 // newPolicyState starts from the policy's stored status, so counters continue across manager
 // restarts and a 410 at the current generation still stops delivery.
-func newPolicyState(p *kickv1alpha1.NotificationPolicy, capacity int) *policyState {
+func newPolicyState(p *kickv1alpha1.NotificationPolicy) *policyState {
 	st := &policyState{
 		key:          types.NamespacedName{Namespace: p.Namespace, Name: p.Name},
 		uid:          p.UID,
-		q:            newQueue(capacity),
 		generation:   p.Generation,
 		written:      p.Status.ObservedGeneration,
 		delivered:    p.Status.Delivered,
@@ -76,9 +100,9 @@ func (st *policyState) ready() metav1.Condition {
 		c.Reason, c.Message = ReasonGone, goneMessage
 	case st.refused != "":
 		c.Reason, c.Message = ReasonDestinationRefused, st.refused
-	case st.suspended:
+	case st.selection().suspended:
 		c.Status, c.Reason = metav1.ConditionTrue, reasonSuspended
-		c.Message = "delivery is paused by spec.suspend; phase changes that happen meanwhile are not sent later"
+		c.Message = "delivery is paused by spec.suspend; changes that happen meanwhile are not sent later"
 	default:
 		c.Status, c.Reason = metav1.ConditionTrue, reasonValid
 		c.Message = "delivering " + string(st.cfg.format) + " notifications to " + st.cfg.host

@@ -10,7 +10,8 @@ import (
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 )
 
-// buildTLS reads the CA bundle and client certificate. The result is nil when the policy sets
+// buildTLS reads the CA bundle and client certificate (the certificate from the key the reference
+// names, tls.crt by default, and the private key from tls.key). The result is nil when the policy sets
 // neither (system roots, no client certificate); TLS 1.2 is the minimum in every case (see
 // newTransport).
 func buildTLS(ctx context.Context, sr *secretReader, t *kickv1alpha1.WebhookTLS) (*tls.Config, error) {
@@ -42,7 +43,11 @@ func buildTLS(ctx context.Context, sr *secretReader, t *kickv1alpha1.WebhookTLS)
 			sr.add(ReasonInvalidSecret, "Secret %q (%s) is of type %q, not %q", ref.Name, field, sec.Type, corev1.SecretTypeTLS)
 			return cfg, nil
 		}
-		crt, cok, err := sr.value(ctx, field, kickv1alpha1.SecretKeyRef{Name: ref.Name, Key: corev1.TLSCertKey})
+		certKey := ref.Key
+		if certKey == "" {
+			certKey = corev1.TLSCertKey
+		}
+		crt, cok, err := sr.value(ctx, field, kickv1alpha1.SecretKeyRef{Name: ref.Name, Key: certKey})
 		if err != nil {
 			return nil, err
 		}
@@ -53,7 +58,7 @@ func buildTLS(ctx context.Context, sr *secretReader, t *kickv1alpha1.WebhookTLS)
 		if cok && kok {
 			pair, perr := tls.X509KeyPair(crt, key)
 			if perr != nil {
-				sr.add(ReasonInvalidSecret, "%s and %s in Secret %q (%s) are not a valid certificate and key pair", corev1.TLSCertKey, corev1.TLSPrivateKeyKey, ref.Name, field)
+				sr.add(ReasonInvalidSecret, "%s and %s in Secret %q (%s) are not a valid certificate and key pair", certKey, corev1.TLSPrivateKeyKey, ref.Name, field)
 			} else {
 				cfg.Certificates = []tls.Certificate{pair}
 			}

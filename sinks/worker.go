@@ -9,7 +9,7 @@ import (
 
 // startWorkerLocked starts st's worker when the dispatcher runs. Callers hold d.mu.
 func (d *dispatcher) startWorkerLocked(st *policyState) {
-	if d.runCtx == nil || st.stop != nil {
+	if d.runCtx == nil || st.stop != nil || st.sub == nil {
 		return
 	}
 	ctx, cancel := context.WithCancel(d.runCtx)
@@ -17,18 +17,18 @@ func (d *dispatcher) startWorkerLocked(st *policyState) {
 	go d.work(ctx, st)
 }
 
-// work delivers st's queued events one after the other until ctx ends.
+// work delivers the events of st's subscription one after the other until ctx ends or the
+// policy is unsubscribed.
 func (d *dispatcher) work(ctx context.Context, st *policyState) {
 	for {
-		ev, ok := st.q.pop(ctx)
-		if !ok {
+		ev, err := st.sub.Next(ctx)
+		if err != nil {
 			return
 		}
-		st.mu.Lock()
-		if st.suspended || !st.match.matches(ev) { // the spec changed while it waited
-			st.mu.Unlock()
+		if sel := st.selection(); sel.suspended || !sel.match.matches(ev) { // the spec changed while it waited
 			continue
 		}
+		st.mu.Lock()
 		cfg, gen := st.cfg, st.generation
 		if st.problem != nil || st.gone || cfg == nil {
 			d.blockedLocked(st)

@@ -20,8 +20,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// NotificationPolicySpec says which KickRequest phase changes in the
-// namespace are sent to a webhook, and how.
+// NotificationPolicySpec says which KickRequest phase changes (and, when
+// asked, gate changes) in the namespace are sent to a webhook, and how.
+// +kubebuilder:validation:XValidation:rule="!has(self.gateChanges) || !self.gateChanges || !has(self.webhook.format) || self.webhook.format != 'pagerduty'",message="gateChanges cannot be used with format pagerduty, which only reports failures and their recovery"
 type NotificationPolicySpec struct {
 	// Suspend stops deliveries without deleting the policy. Events that
 	// happen while suspended are not sent later.
@@ -38,9 +39,18 @@ type NotificationPolicySpec struct {
 	// +kubebuilder:default={"Succeeded","Failed","NoLongerRequired","DryRun"}
 	Phases []KickRequestPhase `json:"phases,omitempty"`
 
-	// WorkloadSelector limits deliveries to requests whose target workload
-	// carries matching labels. Omit it to cover every request in the
-	// namespace.
+	// GateChanges also delivers every change of an open request's gate
+	// decision: which gate holds the restart back and why, the object that
+	// caused it and when it may open, or that the restart may run now. Such
+	// changes happen within a waiting phase too, so they can be frequent.
+	// Not available with the pagerduty format.
+	// +optional
+	// +kubebuilder:default=false
+	GateChanges bool `json:"gateChanges,omitempty"`
+
+	// WorkloadSelector limits deliveries (phase and gate changes) to
+	// requests whose target workload carries matching labels. Omit it to
+	// cover every request in the namespace.
 	// +optional
 	WorkloadSelector *metav1.LabelSelector `json:"workloadSelector,omitempty"`
 
@@ -248,12 +258,14 @@ type WebhookTLS struct {
 	CABundle *SecretKeyRef `json:"caBundle,omitempty"`
 
 	// ClientCertificate names a Secret of type kubernetes.io/tls whose
-	// tls.crt and tls.key are presented for mutual TLS.
+	// certificate (tls.crt unless key says otherwise) and tls.key are
+	// presented for mutual TLS.
 	// +optional
 	ClientCertificate *TLSSecretRef `json:"clientCertificate,omitempty"`
 }
 
-// TLSSecretRef names a kubernetes.io/tls Secret in the same namespace.
+// TLSSecretRef names a kubernetes.io/tls Secret in the same namespace and,
+// optionally, the key of its certificate.
 type TLSSecretRef struct {
 	// Name of the Secret. It must be of type kubernetes.io/tls, holding
 	// tls.crt and tls.key.
@@ -263,10 +275,12 @@ type TLSSecretRef struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Name string `json:"name"`
 
-	// Key is accepted for compatibility and ignored: the certificate and
-	// key are always read from tls.crt and tls.key.
+	// Key is the data key holding the PEM client certificate, followed by
+	// any intermediate certificates, that is presented to the server. The
+	// default is tls.crt. The private key is always read from tls.key.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
 	Key string `json:"key,omitempty"`
 }
 
@@ -308,8 +322,9 @@ type NotificationPolicyStatus struct {
 }
 
 // NotificationPolicy sends a webhook when a KickRequest in its namespace
-// reaches one of the selected phases. Deliveries are best effort: a failed
-// notification never affects a restart.
+// reaches one of the selected phases, and, when asked, when a request's gate
+// decision changes. Deliveries are best effort: a failed notification never
+// affects a restart.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName={notifpol,knp},categories=kick

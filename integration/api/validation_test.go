@@ -210,6 +210,8 @@ func TestNotificationPolicyValidation(t *testing.T) {
 		{"bearer token without key", hook(`, auth: {bearerToken: {name: t}}`), "spec.webhook.auth.bearerToken.key: Required value"},
 		{"basic without password", hook(`, auth: {basic: {username: {name: b, key: u}}}`), "spec.webhook.auth.basic.password: Required value"},
 		{"client certificate without name", hook(`, tls: {clientCertificate: {key: tls.crt}}`), "spec.webhook.tls.clientCertificate.name: Required value"},
+		{"client certificate key not a data key", hook(`, tls: {clientCertificate: {name: c, key: "certs/tls.crt"}}`), "spec.webhook.tls.clientCertificate.key in body should match"},
+		{"gate changes with pagerduty", `spec: {gateChanges: true, webhook: {url: "https://events.pagerduty.com/v2/enqueue", format: pagerduty, pagerDuty: {routingKey: {name: pd, key: k}}}}`, "gateChanges cannot be used with format pagerduty"},
 		{"signing without secret", hook(`, signing: {}`), "spec.webhook.signing.secretRef: Required value"},
 		{"insecureSkipVerify does not exist", hook(`, tls: {insecureSkipVerify: true}`), `unknown field "spec.webhook.tls.insecureSkipVerify"`},
 		{"inline credential value", hook(`, auth: {bearerToken: {name: t, key: token, value: secret}}`), `unknown field "spec.webhook.auth.bearerToken.value"`},
@@ -232,11 +234,15 @@ func TestNotificationPolicyDefaults(t *testing.T) {
 	if got != "[Succeeded Failed NoLongerRequired DryRun]" {
 		t.Errorf("phases default = %s, want the terminal phases", got)
 	}
+	if np.Spec.GateChanges {
+		t.Error("gateChanges defaults to true, want false")
+	}
 	if np.Spec.Webhook.Method != "POST" || np.Spec.Webhook.TimeoutSeconds != 10 || np.Spec.Webhook.Format != "json" {
 		t.Errorf("webhook defaults wrong: method=%q timeout=%d format=%q", np.Spec.Webhook.Method, np.Spec.Webhook.TimeoutSeconds, np.Spec.Webhook.Format)
 	}
 	full := object(t, "NotificationPolicy", ns, "full", `spec:
   phases: [Failed, Succeeded]
+  gateChanges: true
   workloadSelector: {matchLabels: {team: payments}}
   webhook:
     url: "https://events.example.com/kick"
@@ -247,7 +253,7 @@ func TestNotificationPolicyDefaults(t *testing.T) {
     signing: {secretRef: {name: hook-signing, key: secret}}
     headers: [{name: X-Team, value: payments}, {name: X-Token, valueFrom: {name: hook, key: token}}]
     auth: {basic: {username: {name: hook, key: user}, password: {name: hook, key: pass}}}
-    tls: {caBundle: {name: hook-ca, key: ca.crt}, clientCertificate: {name: hook-client}}`)
+    tls: {caBundle: {name: hook-ca, key: ca.crt}, clientCertificate: {name: hook-client, key: client-chain.crt}}`)
 	if err := create(ctx, env.Client, full); err != nil {
 		t.Fatalf("a valid NotificationPolicy using every field was refused: %v", err)
 	}

@@ -99,25 +99,9 @@ func TestJSONDelivery(t *testing.T) {
 func TestCloudEventsReceiver(t *testing.T) {
 	h := start(t, nil)
 	for _, mode := range []kickv1alpha1.CloudEventsMode{kickv1alpha1.CloudEventsStructured, kickv1alpha1.CloudEventsBinary} {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := cloudevents.NewClientHTTP(cehttp.WithListener(l))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := make(chan cloudevents.Event, 4)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			_ = c.StartReceiver(ctx, func(e cloudevents.Event) { got <- e })
-		}()
-		t.Cleanup(func() { cancel(); <-done })
-
+		url, got := ceReceiver(t)
 		name := "ce-" + string(mode)
-		spec := webhook("http://" + l.Addr().String() + "/")
+		spec := webhook(url)
 		spec.Webhook.Format = kickv1alpha1.FormatCloudEvents
 		spec.Webhook.CloudEvents = &kickv1alpha1.CloudEventsSpec{Mode: mode}
 		h.policy(name, spec)
@@ -126,12 +110,7 @@ func TestCloudEventsReceiver(t *testing.T) {
 		ev := h.event(kickv1alpha1.PhaseFailed, nil)
 		ev.Outcome, ev.OutcomeMessage = "RolloutTimeout", "rollout did not finish in 15m"
 		h.publish(ev)
-		var e cloudevents.Event
-		select {
-		case e = <-got:
-		case <-time.After(wait):
-			t.Fatalf("%s: no CloudEvent received", mode)
-		}
+		e := nextCloudEvent(t, got)
 		if err := e.Validate(); err != nil {
 			t.Errorf("%s: invalid event: %v", mode, err)
 		}
@@ -147,6 +126,41 @@ func TestCloudEventsReceiver(t *testing.T) {
 		// The next policy is created in the same namespace: it must not receive this event.
 		h.update(name, func(s *kickv1alpha1.NotificationPolicySpec) { s.Suspend = true })
 		h.ready(name, metav1.ConditionTrue, kickv1alpha1.ReasonSuspended)
+	}
+}
+
+// ceReceiver is a CloudEvents receiver built with the SDK on 127.0.0.1, running until the test
+// ends; it returns its URL and the events it accepted.
+func ceReceiver(t *testing.T) (string, <-chan cloudevents.Event) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cloudevents.NewClientHTTP(cehttp.WithListener(l))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan cloudevents.Event, 8)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = c.StartReceiver(ctx, func(e cloudevents.Event) { got <- e })
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return "http://" + l.Addr().String() + "/", got
+}
+
+// nextCloudEvent waits for the next event a ceReceiver accepted.
+func nextCloudEvent(t *testing.T, got <-chan cloudevents.Event) cloudevents.Event {
+	t.Helper()
+	select {
+	case e := <-got:
+		return e
+	case <-time.After(wait):
+		t.Fatal("no CloudEvent received")
+		return cloudevents.Event{}
 	}
 }
 
@@ -306,7 +320,9 @@ func TestQueueDropsOldest(t *testing.T) {
 	}
 	h.publish(evs[0])
 	rc.waitFor(t, "/", 1) // in flight: the queue is empty again
-	h.publish(evs[1:]...)
+	for _, ev := range evs[1:] {
+		h.publish(ev)
+	}
 	h.counts("busy", 0, 0, 2)
 	if got := h.metric("kick_notification_dropped_total", nil); got != 2 {
 		t.Errorf("kick_notification_dropped_total = %v", got)

@@ -196,7 +196,32 @@ func (h *harness) event(to kickv1alpha1.KickRequestPhase, labels map[string]stri
 	}
 }
 
-func (h *harness) publish(evs ...router.PhaseChanged) {
+// gate returns a gate decision about a new request in the test namespace: held back by an Argo
+// CD sync window, or allowed.
+func (h *harness) gate(allowed bool, labels map[string]string) router.GateChanged {
+	h.seq++
+	name := fmt.Sprintf("req-%d", h.seq)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	ev := router.GateChanged{
+		Request:      router.RequestRef{Namespace: h.ns, Name: name, UID: h.ns + "-" + name},
+		Target:       router.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: h.ns, Name: "web"},
+		TargetLabels: labels,
+		Policy:       "nightly",
+		Provider:     "argocd",
+		Owner:        "Application argocd/web",
+		Time:         now,
+	}
+	if allowed {
+		ev.Allowed, ev.Reason = true, string(kickv1alpha1.GateAllowed)
+	} else {
+		ev.Stage, ev.Reason, ev.Message = "GitOps", string(kickv1alpha1.GateOutsideSchedule), "outside the sync windows of AppProject shop"
+		ev.Cause = router.ObjectRef{APIVersion: "argoproj.io/v1alpha1", Kind: "AppProject", Namespace: "argocd", Name: "shop"}
+		ev.OpensAt = now.Add(time.Hour).Truncate(time.Minute)
+	}
+	return ev
+}
+
+func (h *harness) publish(evs ...router.Event) {
 	h.t.Helper()
 	for _, ev := range evs {
 		if err := h.rt.Publish(context.Background(), ev); err != nil {

@@ -97,8 +97,8 @@ func TestSuspend(t *testing.T) {
 
 	before := h.event(kickv1alpha1.PhaseSucceeded, nil)
 	h.publish(before)
-	// Policies of a namespace are offered each event in name order: once b has it, a was
-	// offered it too.
+	// Publish offers an event to every policy's subscription before it returns, so the
+	// suspended policy has already turned it down; b receiving it shows it was published.
 	rc.waitFor(t, "/b", 1)
 	h.update("a-suspended", func(s *kickv1alpha1.NotificationPolicySpec) { s.Suspend = false })
 	h.ready("a-suspended", metav1.ConditionTrue, kickv1alpha1.ReasonValid)

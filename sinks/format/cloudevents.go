@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -16,17 +17,21 @@ import (
 	"github.com/kick-operator/kick/router"
 )
 
-// CloudEvents attributes of a phase change:
+// CloudEvents attributes of a phase change and of a gate change:
 //
 //	specversion      1.0
 //	id               EventID(ev): stable across retries
-//	type             io.corewire.kick.request.<phase in lower case>.v1, e.g. ...request.succeeded.v1
+//	type             phase change: io.corewire.kick.request.<phase in lower case>.v1, e.g. ...request.succeeded.v1
+//	                 gate change:  io.corewire.kick.gate.changed.v1 (CloudEventGateType)
 //	source           /apis/kick.corewire.io/v1alpha1/namespaces/<namespace>/kickrequests/<name>
 //	subject          <target kind>/<target name>, e.g. Deployment/web
-//	time             the transition time
+//	time             the transition or decision time
 //	datacontenttype  application/json
-//	data             the Payload document
+//	data             the Payload or GatePayload document
 const cloudEventTypePrefix = "io.corewire.kick.request."
+
+// CloudEventGateType is the CloudEvents type of a gate change.
+const CloudEventGateType = "io.corewire.kick.gate.changed.v1"
 
 // CloudEventType is the CloudEvents type of a transition into phase.
 func CloudEventType(phase string) string {
@@ -53,18 +58,36 @@ func newCloudEvents(mode kickv1alpha1.CloudEventsMode) (Formatter, error) {
 	return nil, fmt.Errorf("unknown CloudEvents mode %q", mode)
 }
 
-func (f cloudEventsFormatter) Format(ev router.PhaseChanged) (Message, error) {
-	data, err := marshal(NewPayload(ev))
+func (f cloudEventsFormatter) Format(ev router.Event) (Message, error) {
+	var (
+		typ      string
+		request  router.RequestRef
+		target   router.ObjectRef
+		occurred time.Time
+	)
+	switch x := ev.(type) {
+	case router.PhaseChanged:
+		typ, request, target, occurred = CloudEventType(x.To), x.Request, x.Target, x.Time
+	case router.GateChanged:
+		typ, request, target, occurred = CloudEventGateType, x.Request, x.Target, x.Time
+	default:
+		return Message{}, unsupported(ev)
+	}
+	doc, err := document(ev)
+	if err != nil {
+		return Message{}, err
+	}
+	data, err := marshal(doc)
 	if err != nil {
 		return Message{}, err
 	}
 	e := event.New(event.CloudEventsVersionV1)
 	e.SetID(EventID(ev))
-	e.SetType(CloudEventType(ev.To))
-	e.SetSource(CloudEventSource(ev.Request.Namespace, ev.Request.Name))
-	e.SetSubject(ev.Target.Kind + "/" + ev.Target.Name)
-	if !ev.Time.IsZero() {
-		e.SetTime(ev.Time)
+	e.SetType(typ)
+	e.SetSource(CloudEventSource(request.Namespace, request.Name))
+	e.SetSubject(target.Kind + "/" + target.Name)
+	if !occurred.IsZero() {
+		e.SetTime(occurred)
 	}
 	// Set the encoded data directly: SetData would mark a []byte as base64 data.
 	e.SetDataContentType(event.ApplicationJSON)

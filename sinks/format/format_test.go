@@ -95,9 +95,13 @@ func TestFormattersConcurrent(t *testing.T) {
 	done := make(chan error)
 	for _, spec := range specs {
 		f := mustNew(t, spec, "rk")
+		events := []router.Event{gateChange(), gateChange(allowed)}
 		for _, phase := range kickv1alpha1.AllPhases() {
+			events = append(events, phaseChange(phase))
+		}
+		for _, ev := range events {
 			go func() {
-				_, err := f.Format(phaseChange(phase))
+				_, err := f.Format(ev)
 				if errors.Is(err, ErrSkip) {
 					err = nil
 				}
@@ -105,7 +109,7 @@ func TestFormattersConcurrent(t *testing.T) {
 			}()
 		}
 	}
-	for range len(specs) * len(kickv1alpha1.AllPhases()) {
+	for range len(specs) * (2 + len(kickv1alpha1.AllPhases())) {
 		if err := <-done; err != nil {
 			t.Error(err)
 		}

@@ -40,11 +40,11 @@ func mustNew(t *testing.T, spec kickv1alpha1.WebhookSpec, routingKey string) For
 	return f
 }
 
-func mustFormat(t *testing.T, f Formatter, ev router.PhaseChanged) Message {
+func mustFormat(t *testing.T, f Formatter, ev router.Event) Message {
 	t.Helper()
 	m, err := f.Format(ev)
 	if err != nil {
-		t.Fatalf("Format(%s): %v", ev.To, err)
+		t.Fatalf("Format(%T %s): %v", ev, ev.Key(), err)
 	}
 	return m
 }

@@ -8,11 +8,21 @@ import (
 	"github.com/kick-operator/kick/router"
 )
 
-// jsonFormatter sends the Payload document as application/json.
+// jsonFormatter sends the Payload (phase change) or GatePayload (gate change) document as
+// application/json.
 type jsonFormatter struct{}
 
-func (jsonFormatter) Format(ev router.PhaseChanged) (Message, error) {
-	body, err := marshal(NewPayload(ev))
+func (jsonFormatter) Format(ev router.Event) (Message, error) {
+	doc, err := document(ev)
+	if err != nil {
+		return Message{}, err
+	}
+	return jsonMessage(doc)
+}
+
+// jsonMessage is v, marshalled, as an application/json body.
+func jsonMessage(v any) (Message, error) {
+	body, err := marshal(v)
 	if err != nil {
 		return Message{}, err
 	}

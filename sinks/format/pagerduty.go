@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 	"unicode/utf8"
 
@@ -21,7 +20,8 @@ const (
 
 // pagerDutyFormatter renders PagerDuty Events API v2 events. A Failed request triggers an
 // incident for its workload; a later Succeeded or NoLongerRequired (UpToDate) for the same
-// workload resolves it; every other phase, DryRun included, is skipped with ErrSkip.
+// workload resolves it; every other phase, DryRun included, and every gate change is skipped
+// with ErrSkip: waiting for a gate is KICK working as configured, not an incident.
 //
 // Incidents are keyed per workload (see DedupKey), so the failure and its later resolution
 // meet even when they come from different KickRequests, and a failure after a resolution
@@ -67,7 +67,14 @@ type pagerDutyPayload struct {
 	CustomDetails Payload `json:"custom_details"`
 }
 
-func (f pagerDutyFormatter) Format(ev router.PhaseChanged) (Message, error) {
+func (f pagerDutyFormatter) Format(e router.Event) (Message, error) {
+	ev, ok := e.(router.PhaseChanged)
+	if !ok {
+		if _, gate := e.(router.GateChanged); gate {
+			return Message{}, ErrSkip
+		}
+		return Message{}, unsupported(e)
+	}
 	outcome, outcomeMessage := outcomeOf(ev)
 	out := pagerDutyEvent{RoutingKey: f.routingKey, DedupKey: DedupKey(ev)}
 	switch kickv1alpha1.KickRequestPhase(ev.To) {
@@ -100,13 +107,7 @@ func (f pagerDutyFormatter) Format(ev router.PhaseChanged) (Message, error) {
 	default:
 		return Message{}, ErrSkip
 	}
-	body, err := marshal(out)
-	if err != nil {
-		return Message{}, err
-	}
-	h := make(http.Header)
-	h.Set("Content-Type", "application/json")
-	return Message{Body: body, Header: h}, nil
+	return jsonMessage(out)
 }
 
 // DedupKey is the PagerDuty dedup_key of a workload: "kick:<namespace>/<kind>/<name>", or

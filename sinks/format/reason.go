@@ -29,6 +29,9 @@ import (
 //	                           or RestartFailed when the cause is not known
 //
 // A phase outside this table (none today) gives Unknown.
+//
+// A gate change (spec.gateChanges) gives Allowed when the restart may run, otherwise the gate
+// reason holding it back (the waiting reasons above, or NotSelected), Waiting if it is not known.
 const (
 	ReasonRequested         = "Requested"
 	ReasonRestartStarted    = "RestartStarted"
@@ -77,7 +80,7 @@ func Reasons() []string {
 		string(kickv1alpha1.GateProviderUnavailable), ReasonWaiting,
 		ReasonRestartCompleted, ReasonUpToDate, ReasonCoalesced, ReasonDryRun,
 		ReasonRolloutTimeout, ReasonTargetNotFound, ReasonUnsupportedTarget, ReasonNotSelected,
-		ReasonRestartFailed, ReasonUnknown,
+		ReasonRestartFailed, ReasonUnknown, ReasonAllowed,
 	}
 }
 

@@ -1,7 +1,6 @@
 package format
 
 import (
-	"net/http"
 	"strings"
 	"unicode/utf8"
 
@@ -40,51 +39,110 @@ type slackTextBlock struct {
 	Emoji *bool  `json:"emoji,omitempty"`
 }
 
-func (slackFormatter) Format(ev router.PhaseChanged) (Message, error) {
+func (slackFormatter) Format(ev router.Event) (Message, error) {
+	switch e := ev.(type) {
+	case router.PhaseChanged:
+		return phaseView(e).message()
+	case router.GateChanged:
+		return gateView(e).message()
+	}
+	return Message{}, unsupported(ev)
+}
+
+// slackView is what one Slack message shows: a header, the description, labelled fields and
+// labelled sections. message escapes every piece.
+type slackView struct {
+	header   string
+	d        description
+	fields   [][2]string // label, value: at most 10
+	sections [][2]string // label, text
+}
+
+// newSlackView starts the view of an event about a request: the header "<word>: <Kind>
+// <namespace>/<name>", the description, and the fields first, Workload, Namespace and Reason.
+func newSlackView(word string, first [2]string, req router.RequestRef, target router.ObjectRef, d description) slackView {
+	return slackView{
+		header: word + ": " + target.Kind + " " + req.Namespace + "/" + target.Name,
+		d:      d,
+		fields: [][2]string{
+			first,
+			{"Workload", target.Kind + "/" + target.Name},
+			{"Namespace", req.Namespace},
+			{"Reason", d.Reason},
+		},
+	}
+}
+
+// phaseView shows a phase change: outcome, workload, namespace and reason, then what it waits
+// for or more detail, and the requester's reason.
+func phaseView(ev router.PhaseChanged) slackView {
 	outcome, outcomeMessage := outcomeOf(ev)
 	d := describe(ev, outcome, outcomeMessage)
 	word := statusWord(kickv1alpha1.KickRequestPhase(ev.To))
-	workload := ev.Target.Kind + "/" + ev.Target.Name
-
-	// The header is plain text built from Kubernetes names, which cannot hold &, < or >; it is
-	// escaped anyway so no input can turn into markup.
-	noEmoji := false
-	header := word + ": " + ev.Target.Kind + " " + ev.Request.Namespace + "/" + ev.Target.Name
-	blocks := []slackBlock{
-		{Type: "header", Text: &slackTextBlock{Type: "plain_text", Text: slackEscape(header, slackHeaderMax), Emoji: &noEmoji}},
-		{
-			Type: "section",
-			Text: mrkdwn(slackEscape(d.Sentence+".", slackSectionMax)),
-			Fields: []slackTextBlock{
-				*mrkdwn("*Outcome*\n" + word),
-				*mrkdwn("*Workload*\n" + slackEscape(workload, slackFieldMax-len("*Workload*\n"))),
-				*mrkdwn("*Namespace*\n" + slackEscape(ev.Request.Namespace, slackFieldMax-len("*Namespace*\n"))),
-				*mrkdwn("*Reason*\n" + d.Reason),
-			},
-		},
-	}
+	v := newSlackView(word, [2]string{"Outcome", word}, ev.Request, ev.Target, d)
 	if d.Detail != "" {
-		label := "*Details*\n"
+		label := "Details"
 		if kickv1alpha1.KickRequestPhase(ev.To).IsWaiting() {
-			label = "*Waiting for*\n"
+			label = "Waiting for"
 		}
-		blocks = append(blocks, slackBlock{Type: "section", Text: mrkdwn(label + slackEscape(d.Detail, slackSectionMax-len(label)))})
+		v.sections = append(v.sections, [2]string{label, d.Detail})
 	}
 	if ev.Reason != "" {
-		label := "*Requested because*\n"
-		blocks = append(blocks, slackBlock{Type: "section", Text: mrkdwn(label + slackEscape(ev.Reason, slackSectionMax-len(label)))})
+		v.sections = append(v.sections, [2]string{"Requested because", ev.Reason})
 	}
+	return v
+}
 
-	body, err := marshal(slackMessage{
-		Text:   slackEscape(d.Text(), slackSectionMax),
+// gateView shows a gate change: which gate decided and why, the workload, and, when known, the
+// GitOps owner, the object that caused the decision and when it may open; then the gate's own
+// message.
+func gateView(ev router.GateChanged) slackView {
+	d := describeGate(ev)
+	word, gate := "Waiting", ev.Stage
+	switch {
+	case ev.Allowed:
+		word, gate = "May run now", "none"
+	case gate == "":
+		gate = "unknown"
+	}
+	v := newSlackView(word, [2]string{"Gate", gate}, ev.Request, ev.Target, d)
+	if ev.Owner != "" {
+		v.fields = append(v.fields, [2]string{"Owner", ev.Owner})
+	}
+	if !ev.Cause.IsZero() {
+		v.fields = append(v.fields, [2]string{"Caused by", ev.Cause.String()})
+	}
+	if !ev.OpensAt.IsZero() && !ev.Allowed {
+		v.fields = append(v.fields, [2]string{"May open at", ev.OpensAt.UTC().Format("2006-01-02 15:04:05 UTC")})
+	}
+	if d.Detail != "" {
+		v.sections = append(v.sections, [2]string{"Details", d.Detail})
+	}
+	return v
+}
+
+// message renders the view. The header is plain text built from Kubernetes names, which cannot
+// hold &, < or >; it is escaped anyway, like every other string, so no input can turn into
+// markup.
+func (v slackView) message() (Message, error) {
+	noEmoji := false
+	fields := make([]slackTextBlock, len(v.fields))
+	for i, f := range v.fields {
+		label := "*" + f[0] + "*\n"
+		fields[i] = *mrkdwn(label + slackEscape(f[1], slackFieldMax-len(label)))
+	}
+	blocks := []slackBlock{
+		{Type: "header", Text: &slackTextBlock{Type: "plain_text", Text: slackEscape(v.header, slackHeaderMax), Emoji: &noEmoji}},
+		{Type: "section", Text: mrkdwn(slackEscape(v.d.Sentence+".", slackSectionMax)), Fields: fields},
+	}
+	for _, s := range v.sections {
+		label := "*" + s[0] + "*\n"
+		blocks = append(blocks, slackBlock{Type: "section", Text: mrkdwn(label + slackEscape(s[1], slackSectionMax-len(label)))})
+	}
+	return jsonMessage(slackMessage{
+		Text:   slackEscape(v.d.Text(), slackSectionMax),
 		Blocks: blocks,
 	})
-	if err != nil {
-		return Message{}, err
-	}
-	h := make(http.Header)
-	h.Set("Content-Type", "application/json")
-	return Message{Body: body, Header: h}, nil
 }
 
 func mrkdwn(s string) *slackTextBlock { return &slackTextBlock{Type: "mrkdwn", Text: s} }

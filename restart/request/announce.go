@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/restart/assess"
 	"github.com/kick-operator/kick/router"
 )
 
@@ -19,6 +20,7 @@ import (
 func (r *Reconciler) announce(ctx context.Context, orig, kr *kickv1alpha1.KickRequest, s *step) {
 	from, to := orig.Status.Phase, kr.Status.Phase
 	r.record(kr, s.notice)
+	r.announceGate(ctx, orig, kr, s)
 	if from == to && !s.reopened {
 		return
 	}
@@ -55,6 +57,54 @@ func (r *Reconciler) announce(ctx context.Context, orig, kr *kickv1alpha1.KickRe
 	}
 	if err := r.Router.Publish(ctx, ev); err != nil {
 		log.FromContext(ctx).Error(err, "publish phase change")
+	}
+}
+
+// announceGate publishes a GateChanged when the gate decision of an open
+// request changed: it now holds the restart back for another reason, or
+// it opened after holding it back. A request that passes every gate at
+// once announces nothing here; its phase changes say it all.
+func (r *Reconciler) announceGate(ctx context.Context, orig, kr *kickv1alpha1.KickRequest, s *step) {
+	g := kr.Status.Gate
+	if r.Router == nil || g == nil || g.Reason == "" || g.LastEvaluated == nil || kr.Status.Phase.IsTerminal() {
+		return
+	}
+	prev := orig.Status.Gate
+	wasBlocked := prev != nil && prev.Reason != "" && prev.Reason.Blocks()
+	if prev != nil && prev.Reason == g.Reason && prev.Stage == g.Stage && prev.Message == g.Message && timesEqual(prev.RequeueAt, g.RequeueAt) {
+		// The same decision as before. (Not judged by lastEvaluated: the
+		// status write returns it cut to the second.)
+		return
+	}
+	if !g.Reason.Blocks() && !wasBlocked {
+		return
+	}
+	ev := router.GateChanged{
+		Request:  router.RequestRef{Namespace: kr.Namespace, Name: kr.Name, UID: string(kr.UID)},
+		Target:   router.ObjectRef{APIVersion: kr.Spec.TargetRef.APIVersion, Kind: string(kr.Spec.TargetRef.Kind), Namespace: kr.Namespace, Name: kr.Spec.TargetRef.Name},
+		Policy:   kr.Status.PolicyRef,
+		Provider: string(kr.Status.Provider),
+		Stage:    g.Stage,
+		Allowed:  !g.Reason.Blocks(),
+		Reason:   string(g.Reason),
+		Message:  g.Message,
+		// The persisted (whole-second) time, so the id is the same after a restart.
+		Time: g.LastEvaluated.Rfc3339Copy().Time,
+	}
+	if s.handle.Target != nil {
+		ev.TargetLabels = s.handle.Target.GetLabels()
+	}
+	if o := kr.Status.Owner; o != nil {
+		ev.Owner = o.Kind + " " + o.Namespace + "/" + o.Name
+		if g.Stage == string(assess.StageGitOps) {
+			ev.Cause = router.ObjectRef{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
+		}
+	}
+	if g.RequeueAt != nil {
+		ev.OpensAt = g.RequeueAt.Time
+	}
+	if err := r.Router.Publish(ctx, ev); err != nil {
+		log.FromContext(ctx).Error(err, "publish gate change")
 	}
 }
 

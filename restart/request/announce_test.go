@@ -1,0 +1,64 @@
+package request
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/router"
+)
+
+type publisher struct{ events []router.Event }
+
+func (p *publisher) Publish(_ context.Context, ev router.Event) error {
+	p.events = append(p.events, ev)
+	return nil
+}
+
+func gateAt(reason kickv1alpha1.GateReason, stage string, at time.Time) *kickv1alpha1.GateStatus {
+	t := metav1.NewTime(at)
+	return &kickv1alpha1.GateStatus{Reason: reason, Stage: stage, LastEvaluated: &t}
+}
+
+// TestGateChangesArePublished: a request that starts waiting, changes why
+// it waits, and opens publishes one GateChanged each time; the same
+// decision again, or a request allowed at once, publishes nothing.
+func TestGateChangesArePublished(t *testing.T) {
+	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	pub := &publisher{}
+	r := &Reconciler{Router: pub}
+	req := func(phase kickv1alpha1.KickRequestPhase, g *kickv1alpha1.GateStatus) *kickv1alpha1.KickRequest {
+		return &kickv1alpha1.KickRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "deployment-web", UID: "u1"},
+			Status: kickv1alpha1.KickRequestStatus{Phase: phase, Gate: g}}
+	}
+	suspended := gateAt(kickv1alpha1.GateSuspended, "Suspend", t0.Add(time.Second))
+	window := gateAt(kickv1alpha1.GateOutsideSchedule, "Schedule", t0.Add(2*time.Second))
+	allowed := gateAt(kickv1alpha1.GateAllowed, "", t0.Add(3*time.Second))
+	for _, tc := range []struct {
+		name      string
+		orig, now *kickv1alpha1.KickRequest
+		want      string // reason published, "" for none
+	}{
+		{"starts waiting", req(kickv1alpha1.PhasePending, nil), req(kickv1alpha1.PhaseWaitingForGate, suspended), "Suspended"},
+		{"same decision", req(kickv1alpha1.PhaseWaitingForGate, suspended), req(kickv1alpha1.PhaseWaitingForGate, suspended), ""},
+		// The status write returns lastEvaluated cut to the second: a new
+		// decision within the same second must still be published.
+		{"opens within the same second", req(kickv1alpha1.PhaseWaitingForGate, suspended),
+			req(kickv1alpha1.PhaseExecuting, gateAt(kickv1alpha1.GateAllowed, "", t0.Add(time.Second))), "Allowed"},
+		{"waits for another reason", req(kickv1alpha1.PhaseWaitingForGate, suspended), req(kickv1alpha1.PhaseWaitingForGate, window), "OutsideSchedule"},
+		{"opens", req(kickv1alpha1.PhaseWaitingForGate, window), req(kickv1alpha1.PhaseExecuting, allowed), "Allowed"},
+		{"allowed at once", req(kickv1alpha1.PhasePending, nil), req(kickv1alpha1.PhaseExecuting, allowed), ""},
+	} {
+		pub.events = nil
+		r.announceGate(context.Background(), tc.orig, tc.now, &step{})
+		switch {
+		case tc.want == "" && len(pub.events) != 0:
+			t.Errorf("%s: published %+v, want nothing", tc.name, pub.events)
+		case tc.want != "" && (len(pub.events) != 1 || pub.events[0].(router.GateChanged).Reason != tc.want):
+			t.Errorf("%s: published %+v, want one GateChanged %s", tc.name, pub.events, tc.want)
+		}
+	}
+}

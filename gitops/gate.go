@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
@@ -82,13 +81,6 @@ func RequestKeys(kr *kickv1alpha1.KickRequest) []string {
 		}
 	}
 	return keys
-}
-
-// Integration names an optional integration and the kinds it needs; the
-// manager probes them once at start-up.
-type Integration struct {
-	Name  string
-	Kinds []schema.GroupVersionKind
 }
 
 // Registry is the Gate used by the restart pipeline: it routes each policy's

@@ -89,9 +89,6 @@ var (
 // Kinds lists the built-in workload kinds, as empty objects.
 func Kinds() []client.Object { return Builtin().Objects() }
 
-// New returns an empty object of a built-in target kind; see Registry.New.
-func New(kind kickv1alpha1.TargetKind) (client.Object, error) { return Builtin().New(kind) }
-
 // KindOf returns the target kind of a workload object, "" for others. It
 // knows the apps/v1 kinds and every type implementing Kinded, whether or
 // not a registry holds its kind.

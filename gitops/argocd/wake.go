@@ -7,15 +7,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kick-operator/kick/gitops"
-	"github.com/kick-operator/kick/restart/workload"
 )
 
 // Wakes implements gitops.Provider. An Application change wakes the
 // requests it owns, the requests of the workloads it lists in
-// status.resources and of the workloads whose tracking metadata names it
-// (so a request waiting for an owner is re-evaluated when one appears). An
-// AppProject change wakes the requests owned by its Applications. Nothing
-// polls; only sync-window boundaries use timers (Decision.RequeueAt).
+// status.resources and of the workloads (of every kind in
+// Options.Workloads) whose tracking metadata names it, so a request waiting
+// for an owner is re-evaluated when one appears. An AppProject change wakes
+// the requests owned by its Applications. Nothing polls; only sync-window
+// boundaries use timers (Decision.RequeueAt).
 func (p *Provider) Wakes() []gitops.Wake {
 	return []gitops.Wake{
 		{Object: &argov1alpha1.Application{}, Keys: p.applicationKeys},
@@ -33,15 +33,7 @@ func (p *Provider) applicationKeys(ctx context.Context, obj client.Object) []str
 		keys = append(keys, gitops.TargetKey(id.Namespace, workloadKinds[[2]string{id.Group, id.Kind}], id.Name))
 	}
 	ref := AppRef{Namespace: app.Namespace, Name: app.Name}
-	for _, list := range workload.Lists() {
-		if err := p.reader.List(ctx, list, client.MatchingFields{ClaimIndex: ref.String()}); err != nil {
-			continue
-		}
-		for _, w := range workload.Items(list) {
-			keys = append(keys, gitops.TargetKey(w.GetNamespace(), workload.KindOf(w), w.GetName()))
-		}
-	}
-	return keys
+	return append(keys, p.opts.Workloads.TargetKeys(ctx, p.reader, ClaimIndex, ref.String())...)
 }
 
 func (p *Provider) projectKeys(ctx context.Context, obj client.Object) []string {

@@ -71,9 +71,19 @@ func TargetKey(namespace string, kind kickv1alpha1.TargetKind, name string) stri
 	return "target:" + string(kind) + "/" + namespace + "/" + name
 }
 
+// ProviderKey is the wake key of every request a provider decided last
+// (status.provider); a change to that provider's own settings wakes them
+// all.
+func ProviderKey(provider kickv1alpha1.GitOpsProvider) string {
+	return "provider:" + string(provider)
+}
+
 // RequestKeys returns the wake keys a KickRequest is indexed under.
 func RequestKeys(kr *kickv1alpha1.KickRequest) []string {
 	keys := []string{TargetKey(kr.Namespace, kr.Spec.TargetRef.Kind, kr.Spec.TargetRef.Name)}
+	if kr.Status.Provider != "" {
+		keys = append(keys, ProviderKey(kr.Status.Provider))
+	}
 	if o := kr.Status.Owner; o != nil {
 		keys = append(keys, OwnerKey(o.Kind, o.Namespace, o.Name))
 		if o.Stage != "" {

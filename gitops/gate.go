@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
@@ -72,9 +71,19 @@ func TargetKey(namespace string, kind kickv1alpha1.TargetKind, name string) stri
 	return "target:" + string(kind) + "/" + namespace + "/" + name
 }
 
+// ProviderKey is the wake key of every request a provider decided last
+// (status.provider); a change to that provider's own settings wakes them
+// all.
+func ProviderKey(provider kickv1alpha1.GitOpsProvider) string {
+	return "provider:" + string(provider)
+}
+
 // RequestKeys returns the wake keys a KickRequest is indexed under.
 func RequestKeys(kr *kickv1alpha1.KickRequest) []string {
 	keys := []string{TargetKey(kr.Namespace, kr.Spec.TargetRef.Kind, kr.Spec.TargetRef.Name)}
+	if kr.Status.Provider != "" {
+		keys = append(keys, ProviderKey(kr.Status.Provider))
+	}
 	if o := kr.Status.Owner; o != nil {
 		keys = append(keys, OwnerKey(o.Kind, o.Namespace, o.Name))
 		if o.Stage != "" {
@@ -82,13 +91,6 @@ func RequestKeys(kr *kickv1alpha1.KickRequest) []string {
 		}
 	}
 	return keys
-}
-
-// Integration names an optional integration and the kinds it needs; the
-// manager probes them once at start-up.
-type Integration struct {
-	Name  string
-	Kinds []schema.GroupVersionKind
 }
 
 // Registry is the Gate used by the restart pipeline: it routes each policy's

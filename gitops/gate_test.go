@@ -127,9 +127,16 @@ func TestRequestKeys(t *testing.T) {
 	if got := RequestKeys(kr); len(got) != 1 || got[0] != TargetKey("shop", kickv1alpha1.TargetDeployment, "web") {
 		t.Errorf("ownerless request keys: %v", got)
 	}
+	// A request some provider decided is also woken by that provider's
+	// settings (argocd-cm for Argo CD), owner or not.
+	kr.Status.Provider = kickv1alpha1.ProviderArgoCD
+	if got := RequestKeys(kr); len(got) != 2 || got[1] != ProviderKey(kickv1alpha1.ProviderArgoCD) {
+		t.Errorf("ownerless Argo CD request keys: %v", got)
+	}
 	kr.Status.Owner = &kickv1alpha1.GitOpsOwner{Kind: "Application", Namespace: "argocd", Name: "web", Stage: "shop:prod"}
 	got := RequestKeys(kr)
-	want := []string{TargetKey("shop", kickv1alpha1.TargetDeployment, "web"), OwnerKey("Application", "argocd", "web"), StageKey("shop:prod")}
+	want := []string{TargetKey("shop", kickv1alpha1.TargetDeployment, "web"), ProviderKey(kickv1alpha1.ProviderArgoCD),
+		OwnerKey("Application", "argocd", "web"), StageKey("shop:prod")}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("keys %v, want %v", got, want)
 	}

@@ -42,9 +42,6 @@ type NanoTime struct {
 // NewNanoTime wraps t.
 func NewNanoTime(t time.Time) NanoTime { return NanoTime{Time: t} }
 
-// NowNano returns the current time as a NanoTime.
-func NowNano() NanoTime { return NanoTime{Time: time.Now()} }
-
 // DeepCopyInto copies the receiver into out.
 func (t *NanoTime) DeepCopyInto(out *NanoTime) { *out = *t }
 

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kick-operator/kick/integration/cluster"
+	"github.com/kick-operator/kick/cmd/kick-devcluster/controlplane"
 )
 
 const usage = `kick-devcluster runs a local Kubernetes control plane on 127.0.0.1.
@@ -62,7 +62,7 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "kick-devcluster: --crds accepts only \"upstream\", not %q\n", *crds)
 		return 2
 	}
-	opts := cluster.Options{
+	opts := controlplane.Options{
 		Dir:           *dir,
 		BinDir:        *binDir,
 		Nodes:         *nodes,
@@ -79,7 +79,7 @@ func run(args []string) int {
 	defer stop()
 	startCtx, cancel := context.WithTimeout(ctx, *timeout)
 	started := time.Now()
-	c, err := cluster.Start(startCtx, opts)
+	c, err := controlplane.Start(startCtx, opts)
 	cancel()
 	if err != nil {
 		if errors.Is(err, context.Canceled) {

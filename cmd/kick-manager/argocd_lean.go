@@ -10,6 +10,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kick-operator/kick/gitops"
 )
 
 // The lean build: no Argo CD or Kargo integration linked (see
@@ -26,6 +28,6 @@ func addArgoCDToScheme(*k8sruntime.Scheme) error { return errArgoCDNotLinked }
 
 func (in *integrations) argoCDCacheOptions(map[client.Object]cache.ByObject) {}
 
-func (in *integrations) registerArgoCD(context.Context, ctrl.Manager) error {
+func (in *integrations) registerArgoCD(context.Context, ctrl.Manager, gitops.Workloads) error {
 	return errArgoCDNotLinked
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kick-operator/kick/gitops"
 	"github.com/kick-operator/kick/gitops/argocd"
 	"github.com/kick-operator/kick/gitops/kargo"
 )
@@ -47,8 +48,10 @@ func (in *integrations) argoCDCacheOptions(byObject map[client.Object]cache.ByOb
 	}
 }
 
-func (in *integrations) registerArgoCD(ctx context.Context, mgr ctrl.Manager) error {
-	argo, err := argocd.New(ctx, mgr, in.argoCDOptions())
+func (in *integrations) registerArgoCD(ctx context.Context, mgr ctrl.Manager, workloads gitops.Workloads) error {
+	opts := in.argoCDOptions()
+	opts.Workloads = workloads
+	argo, err := argocd.New(ctx, mgr, opts)
 	if err != nil {
 		return fmt.Errorf("set up the Argo CD integration: %w", err)
 	}

@@ -224,16 +224,31 @@ func (in *integrations) fluxOptions() flux.Options {
 	return flux.Options{Kustomizations: in.fluxKustomize, HelmReleases: in.fluxHelm}
 }
 
+// gitopsWorkloads hands the registry's workload kinds to the GitOps
+// providers, which index and list workloads by the owner they claim but do
+// not import the restart pipeline.
+func gitopsWorkloads(kinds *workload.Registry) gitops.Workloads {
+	var out gitops.Workloads
+	for _, k := range kinds.Kinds() {
+		out = append(out, gitops.WorkloadKind{Target: k.Target, APIVersion: k.APIVersion, New: k.New, NewList: k.NewList})
+	}
+	return out
+}
+
 // registerProviders builds the active GitOps providers (their indexes and
-// watches) and registers them with the gate registry.
-func (in *integrations) registerProviders(ctx context.Context, mgr ctrl.Manager) error {
+// watches) over the manager's workload kinds and registers them with the
+// gate registry.
+func (in *integrations) registerProviders(ctx context.Context, mgr ctrl.Manager, kinds *workload.Registry) error {
+	workloads := gitopsWorkloads(kinds)
 	if in.argoCD {
-		if err := in.registerArgoCD(ctx, mgr); err != nil {
+		if err := in.registerArgoCD(ctx, mgr, workloads); err != nil {
 			return err
 		}
 	}
 	if in.fluxKustomize || in.fluxHelm {
-		f, err := flux.New(ctx, mgr, in.fluxOptions())
+		opts := in.fluxOptions()
+		opts.Workloads = workloads
+		f, err := flux.New(ctx, mgr, opts)
 		if err != nil {
 			return fmt.Errorf("set up the Flux integration: %w", err)
 		}

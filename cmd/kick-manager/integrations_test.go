@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
@@ -132,6 +133,18 @@ func TestProbeWorkloadIntegrations(t *testing.T) {
 			_, rolloutKind := in.workloads().Lookup(kickv1alpha1.TargetRollout)
 			if rolloutKind != tc.rollouts {
 				t.Errorf("workload registry has Rollout = %v, want %v", rolloutKind, tc.rollouts)
+			}
+			// The GitOps providers get the same kinds (their claim
+			// indexes cover Rollouts when the integration runs).
+			handed := gitopsWorkloads(in.workloads())
+			if len(handed) != len(in.workloads().Kinds()) {
+				t.Errorf("providers get %d workload kinds, the registry has %d", len(handed), len(in.workloads().Kinds()))
+			}
+			if k, ok := handed.Of(&rollout.Rollout{}); ok != tc.rollouts || (ok && (k.Target != kickv1alpha1.TargetRollout || k.Group() != "argoproj.io")) {
+				t.Errorf("providers see Rollouts as %+v (%v), want %v", k, ok, tc.rollouts)
+			}
+			if k, ok := handed.Of(&appsv1.Deployment{}); !ok || k.Target != kickv1alpha1.TargetDeployment || k.Group() != "apps" {
+				t.Errorf("providers see Deployments as %+v (%v)", k, ok)
 			}
 		})
 	}

@@ -112,7 +112,7 @@ func run() error {
 		return err
 	}
 	keys := observe.NewFingerprinter(key)
-	byObject := observe.NewCacheOptions(keys)
+	byObject := observe.NewCacheOptions()
 	active.cacheOptions(byObject)
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{

@@ -71,7 +71,7 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 			return mounts.EnqueueClassesOf(ctx, workloads...)
 		}
 	}
-	if err := active.registerProviders(ctx, mgr); err != nil {
+	if err := active.registerProviders(ctx, mgr, kinds); err != nil {
 		return err
 	}
 	if err := (&policy.Reconciler{ProviderAvailable: active.gitops.Available, Kinds: kinds}).SetupWithManager(mgr, policy.Options{MaxConcurrentReconciles: opts.maxConcurrent}); err != nil {

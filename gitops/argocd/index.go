@@ -8,7 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
-	"github.com/kick-operator/kick/restart/workload"
+	"github.com/kick-operator/kick/gitops"
 )
 
 // Field indexes the provider registers with the manager's cache.
@@ -38,19 +38,17 @@ func ResourceKey(id Identity) string {
 }
 
 // IdentityOf returns the tracking identity of a workload object: its group,
-// kind, namespace and name.
-func IdentityOf(obj client.Object) (Identity, error) {
+// kind, namespace and name. An object without type information (as the
+// cache returns typed objects) is recognised among kinds.
+func IdentityOf(obj client.Object, kinds gitops.Workloads) (Identity, error) {
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	group, kind := gvk.Group, gvk.Kind
 	if kind == "" {
-		kind = string(workload.KindOf(obj))
-		group = "apps"
-		if kind == string(kickv1alpha1.TargetRollout) {
-			group = "argoproj.io"
+		k, ok := kinds.Of(obj)
+		if !ok {
+			return Identity{}, fmt.Errorf("%T is not a workload kind this manager restarts", obj)
 		}
-	}
-	if kind == "" {
-		return Identity{}, fmt.Errorf("%T is not a workload kind KICK knows", obj)
+		group, kind = k.Group(), string(k.Target)
 	}
 	return Identity{Group: group, Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}, nil
 }
@@ -130,7 +128,8 @@ func registerIndexes(ctx context.Context, indexer client.FieldIndexer, opts Opti
 }
 
 // IndexFuncs lists the field indexes the provider reads, by object kind and
-// index name, for a reader that is not the manager's cache.
+// index name (ClaimIndex on every kind of opts.Workloads), for a reader that
+// is not the manager's cache.
 func IndexFuncs(opts Options) []IndexFunc {
 	out := []IndexFunc{
 		{Object: &argov1alpha1.Application{}, Field: ResourceIndex, Func: indexResources},
@@ -140,8 +139,8 @@ func IndexFuncs(opts Options) []IndexFunc {
 	if opts.LabelKey != "" && opts.LabelKey != DefaultLabelKey {
 		labelKeys = append(labelKeys, opts.LabelKey)
 	}
-	for _, kind := range workload.Kinds() {
-		out = append(out, IndexFunc{Object: kind, Field: ClaimIndex, Func: claimIndexer(opts.Namespace, labelKeys)})
+	for _, kind := range opts.Workloads {
+		out = append(out, IndexFunc{Object: kind.New(), Field: ClaimIndex, Func: claimIndexer(opts.Namespace, labelKeys)})
 	}
 	return out
 }

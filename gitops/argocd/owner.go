@@ -30,7 +30,7 @@ type resolution struct {
 // guesses: none, several, or a claimed Application that does not exist
 // block with a reason.
 func (p *Provider) resolve(ctx context.Context, w client.Object) (resolution, error) {
-	self, err := IdentityOf(w)
+	self, err := IdentityOf(w, p.opts.Workloads)
 	if err != nil {
 		return resolution{}, err
 	}

@@ -32,6 +32,10 @@ type Options struct {
 	TrackingMethod string
 	InstallationID string
 	LabelKey       string
+	// Workloads are the workload kinds the manager restarts (from its
+	// workload registry); ClaimIndex covers each of them, so a change to
+	// an Application wakes the requests of every workload that claims it.
+	Workloads gitops.Workloads
 }
 
 // AddToScheme registers the typed Argo CD API.

@@ -19,6 +19,7 @@ import (
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/gitops"
+	"github.com/kick-operator/kick/gitops/gitopstest"
 )
 
 const cp = "argocd" // the control-plane namespace of these tests
@@ -39,8 +40,14 @@ func (w *world) provider(t *testing.T) *Provider {
 	if err := AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
+	if err := gitopstest.AddRolloutToScheme(s); err != nil {
+		t.Fatal(err)
+	}
 	if w.opts.Namespace == "" {
 		w.opts.Namespace = cp
+	}
+	if w.opts.Workloads == nil {
+		w.opts.Workloads = gitopstest.Builtin()
 	}
 	b := fake.NewClientBuilder().WithScheme(s).WithObjects(w.objs...)
 	for _, ix := range IndexFuncs(w.opts) {
@@ -225,8 +232,8 @@ func TestWakeKeys(t *testing.T) {
 	teamApp := application(cp, "team-app", func(a *argov1alpha1.Application) { a.Spec.Project = "team" })
 	p := (&world{}).add(claimant, labelled, other, app, teamApp, project("default"), project("team")).provider(t)
 	wakes := p.Wakes()
-	if len(wakes) != 2 {
-		t.Fatalf("wakes = %d, want Application and AppProject", len(wakes))
+	if len(wakes) != 3 {
+		t.Fatalf("wakes = %d, want Application, AppProject and argocd-cm", len(wakes))
 	}
 	got := wakes[0].Keys(context.Background(), app)
 	want := []string{
@@ -243,6 +250,90 @@ func TestWakeKeys(t *testing.T) {
 	got = wakes[1].Keys(context.Background(), project("team"))
 	if !slices.Equal(got, []string{gitops.OwnerKey("Application", cp, "team-app")}) {
 		t.Fatalf("AppProject keys = %v", got)
+	}
+}
+
+// TestRolloutClaim: with the Rollout kind among the workloads the manager
+// hands over, a Rollout whose tracking annotation names an Application that
+// does not exist yet waits for it, the Application's arrival wakes the
+// Rollout's request (through ClaimIndex on Rollouts), and it then resolves
+// as the owner. Without the kind, nothing would wake that request.
+func TestRolloutClaim(t *testing.T) {
+	claim := map[string]string{TrackingIDAnnotation: "web:argoproj.io/Rollout:shop/web"}
+	ro := &gitopstest.Rollout{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", Annotations: claim}}
+	p := (&world{opts: Options{Workloads: gitopstest.WithRollouts()}}).add(ro, project("default")).provider(t)
+	pol := policy(nil)
+
+	d := p.Decide(context.Background(), ro, pol, time.Now())
+	if d.Reason != kickv1alpha1.GateOwnerUnknown || !strings.Contains(d.Message, "Rollout shop/web names Application argocd/web through its tracking annotation, but that Application does not exist") {
+		t.Fatalf("before the Application exists: %+v", d)
+	}
+	app := application(cp, "web")
+	if err := p.reader.(client.Client).Create(context.Background(), app); err != nil {
+		t.Fatal(err)
+	}
+	if keys := p.Wakes()[0].Keys(context.Background(), app); !slices.Contains(keys, gitops.TargetKey("shop", kickv1alpha1.TargetRollout, "web")) {
+		t.Fatalf("the Application's wake keys %v do not name the Rollout that claims it", keys)
+	}
+	kr := &kickv1alpha1.KickRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "shop"},
+		Spec: kickv1alpha1.KickRequestSpec{TargetRef: kickv1alpha1.TargetRef{Kind: kickv1alpha1.TargetRollout, Name: "web"}}}
+	if !slices.Contains(gitops.RequestKeys(kr), gitops.TargetKey("shop", kickv1alpha1.TargetRollout, "web")) {
+		t.Fatal("the Rollout's target key does not match the request index")
+	}
+	if d := p.Decide(context.Background(), ro, pol, time.Now()); !d.Allowed() || d.Owner == nil || d.Owner.Name != "web" {
+		t.Fatalf("after the Application exists: %+v", d)
+	}
+
+	// Only the kinds handed over are indexed: without Rollouts the same
+	// Application names no Rollout.
+	builtin := (&world{}).add(ro, app, project("default")).provider(t)
+	if keys := builtin.Wakes()[0].Keys(context.Background(), app); slices.Contains(keys, gitops.TargetKey("shop", kickv1alpha1.TargetRollout, "web")) {
+		t.Fatalf("keys %v name a Rollout although the kind is not active", keys)
+	}
+}
+
+// TestSettingsWake: a change to argocd-cm in the Argo CD namespace wakes
+// every request Argo CD (or Kargo, or Auto) decided, and makes the next
+// decision read the new settings at once instead of after the TTL.
+func TestSettingsWake(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cp, Name: SettingsConfigMap}, Data: map[string]string{keyTrackingMethod: "label"}}
+	p := (&world{}).add(cm).provider(t)
+	wake := p.Wakes()[2]
+	if m, ok := wake.Object.(*metav1.PartialObjectMetadata); !ok || m.Kind != "ConfigMap" || m.APIVersion != "v1" {
+		t.Fatalf("the settings wake watches %T %v, want ConfigMap metadata only", wake.Object, wake.Object.GetObjectKind().GroupVersionKind())
+	}
+	meta := func(ns, name string) *metav1.PartialObjectMetadata {
+		m := settingsMetadata()
+		m.Namespace, m.Name = ns, name
+		return m
+	}
+	if keys := wake.Keys(context.Background(), meta(cp, "other")); keys != nil {
+		t.Fatalf("another ConfigMap wakes %v", keys)
+	}
+	if keys := wake.Keys(context.Background(), meta("elsewhere", SettingsConfigMap)); keys != nil {
+		t.Fatalf("argocd-cm of another namespace wakes %v", keys)
+	}
+
+	if s, err := p.settings.get(context.Background()); err != nil || s.Method != argov1alpha1.TrackingMethodLabel {
+		t.Fatalf("settings = %+v, %v", s, err)
+	}
+	cm.Data[keyTrackingMethod] = "annotation"
+	if err := p.settings.reader.(client.Client).Update(context.Background(), cm); err != nil {
+		t.Fatal(err)
+	}
+	keys := wake.Keys(context.Background(), meta(cp, SettingsConfigMap))
+	for _, provider := range []kickv1alpha1.GitOpsProvider{kickv1alpha1.ProviderArgoCD, kickv1alpha1.ProviderKargo, kickv1alpha1.ProviderAuto} {
+		kr := &kickv1alpha1.KickRequest{Status: kickv1alpha1.KickRequestStatus{Provider: provider}}
+		if !slices.ContainsFunc(gitops.RequestKeys(kr), func(k string) bool { return slices.Contains(keys, k) }) {
+			t.Errorf("argocd-cm's wake keys %v miss the open requests decided by %s", keys, provider)
+		}
+	}
+	flux := &kickv1alpha1.KickRequest{Status: kickv1alpha1.KickRequestStatus{Provider: kickv1alpha1.ProviderFlux}}
+	if slices.ContainsFunc(gitops.RequestKeys(flux), func(k string) bool { return slices.Contains(keys, k) }) {
+		t.Errorf("argocd-cm wakes Flux requests: %v", keys)
+	}
+	if s, _ := p.settings.get(context.Background()); s.Method != argov1alpha1.TrackingMethodAnnotation {
+		t.Fatalf("after the wake the settings are still the remembered ones: %+v", s)
 	}
 }
 

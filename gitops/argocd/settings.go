@@ -82,6 +82,14 @@ func (s *settingsSource) get(ctx context.Context) (Settings, error) {
 	return s.cached, nil
 }
 
+// forget drops the remembered settings (and a remembered read error), so
+// the next get reads argocd-cm again.
+func (s *settingsSource) forget() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.at, s.err, s.errTill = time.Time{}, nil, time.Time{}
+}
+
 // settingsFrom overlays argocd-cm data on the fallback settings.
 func settingsFrom(data map[string]string, fallback Settings) Settings {
 	s := fallback

@@ -4,22 +4,28 @@ import (
 	"context"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/gitops"
-	"github.com/kick-operator/kick/restart/workload"
 )
 
 // Wakes implements gitops.Provider. An Application change wakes the
 // requests it owns, the requests of the workloads it lists in
-// status.resources and of the workloads whose tracking metadata names it
-// (so a request waiting for an owner is re-evaluated when one appears). An
-// AppProject change wakes the requests owned by its Applications. Nothing
-// polls; only sync-window boundaries use timers (Decision.RequeueAt).
+// status.resources and of the workloads (of every kind in
+// Options.Workloads) whose tracking metadata names it, so a request waiting
+// for an owner is re-evaluated when one appears. An AppProject change wakes
+// the requests owned by its Applications. A change to argocd-cm (tracking
+// method, instance label key, installation id) wakes every open request
+// that Argo CD's owner resolution decided. Nothing polls; only sync-window
+// boundaries use timers (Decision.RequeueAt).
 func (p *Provider) Wakes() []gitops.Wake {
 	return []gitops.Wake{
 		{Object: &argov1alpha1.Application{}, Keys: p.applicationKeys},
 		{Object: &argov1alpha1.AppProject{}, Keys: p.projectKeys},
+		{Object: settingsMetadata(), Keys: p.settingsKeys},
 	}
 }
 
@@ -33,15 +39,7 @@ func (p *Provider) applicationKeys(ctx context.Context, obj client.Object) []str
 		keys = append(keys, gitops.TargetKey(id.Namespace, workloadKinds[[2]string{id.Group, id.Kind}], id.Name))
 	}
 	ref := AppRef{Namespace: app.Namespace, Name: app.Name}
-	for _, list := range workload.Lists() {
-		if err := p.reader.List(ctx, list, client.MatchingFields{ClaimIndex: ref.String()}); err != nil {
-			continue
-		}
-		for _, w := range workload.Items(list) {
-			keys = append(keys, gitops.TargetKey(w.GetNamespace(), workload.KindOf(w), w.GetName()))
-		}
-	}
-	return keys
+	return append(keys, p.opts.Workloads.TargetKeys(ctx, p.reader, ClaimIndex, ref.String())...)
 }
 
 func (p *Provider) projectKeys(ctx context.Context, obj client.Object) []string {
@@ -58,4 +56,30 @@ func (p *Provider) projectKeys(ctx context.Context, obj client.Object) []string 
 		keys = append(keys, gitops.OwnerKey("Application", app.Namespace, app.Name))
 	}
 	return keys
+}
+
+// settingsMetadata is the object the argocd-cm wake watches: ConfigMaps as
+// metadata only, the way the manager already caches every ConfigMap (their
+// data never reaches the cache), so the wake adds no informer of its own.
+// A change of argocd-cm's data changes its resourceVersion, which is enough
+// to notice it; the settings themselves are read past the cache.
+func settingsMetadata() *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: corev1.SchemeGroupVersion.String(), Kind: "ConfigMap"}}
+}
+
+// settingsKeys wakes, on a change to argocd-cm in the Argo CD namespace,
+// every open request decided by a provider that resolves owners through
+// this one: Argo CD itself, Kargo, and Auto (which may now find an Argo CD
+// owner). It first drops the remembered settings so the re-evaluation
+// reads the new ones.
+func (p *Provider) settingsKeys(_ context.Context, obj client.Object) []string {
+	if obj.GetNamespace() != p.opts.Namespace || obj.GetName() != SettingsConfigMap {
+		return nil
+	}
+	p.settings.forget()
+	return []string{
+		gitops.ProviderKey(kickv1alpha1.ProviderArgoCD),
+		gitops.ProviderKey(kickv1alpha1.ProviderKargo),
+		gitops.ProviderKey(kickv1alpha1.ProviderAuto),
+	}
 }

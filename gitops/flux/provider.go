@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
@@ -32,6 +33,29 @@ type Options struct {
 	// The provider never reads or watches a kind that is off.
 	Kustomizations bool
 	HelmReleases   bool
+	// Workloads are the workload kinds the manager restarts (from its
+	// workload registry); ClaimIndex covers each of them.
+	Workloads gitops.Workloads
+}
+
+// ClaimIndex indexes workloads by the Flux objects their owner labels name
+// (claimKey), so a Kustomization or HelmRelease that appears, or changes
+// before its inventory lists them, wakes the requests of the workloads that
+// claim it.
+const ClaimIndex = "flux.kick.corewire.io/claimed-owner"
+
+// claimKey is the ClaimIndex value of an owner.
+func claimKey(r ownerRef) string { return r.Kind + "/" + r.Namespace + "/" + r.Name }
+
+// indexClaims is the indexer of ClaimIndex: every owner a workload's
+// complete, well-formed label pairs name (malformed labels claim nothing).
+func indexClaims(obj client.Object) []string {
+	refs, _ := labelOwners(obj.GetLabels())
+	keys := make([]string, 0, len(refs))
+	for _, r := range refs {
+		keys = append(keys, claimKey(r))
+	}
+	return keys
 }
 
 func (o Options) serves(kind string) bool {
@@ -61,9 +85,13 @@ type Provider struct {
 	opts   Options
 }
 
-// New returns the provider for mgr. It needs no index: owners are found by
-// name from the workload's labels.
-func New(_ context.Context, mgr ctrl.Manager, opts Options) (*Provider, error) {
+// New registers ClaimIndex on the workload kinds of opts and returns the
+// provider for mgr. Owners are found by name from a workload's labels; the
+// index only serves the wakes.
+func New(ctx context.Context, mgr ctrl.Manager, opts Options) (*Provider, error) {
+	if err := opts.Workloads.IndexField(ctx, mgr.GetFieldIndexer(), ClaimIndex, indexClaims); err != nil {
+		return nil, err
+	}
 	return newProvider(mgr.GetClient(), mgr.GetScheme(), opts), nil
 }
 
@@ -172,21 +200,23 @@ func (p *Provider) Decide(ctx context.Context, w client.Object, policy *kickv1al
 }
 
 // Wakes implements gitops.Provider: a change to a served Flux kind wakes
-// the requests whose owner it is and, through its inventory, the requests
-// of the workloads it lists (they may have had no owner until now).
+// the requests whose owner it is and the requests of the workloads that may
+// have had no owner until now: those its inventory lists and those whose
+// labels name it (through ClaimIndex), which covers an owner created after
+// the workload, before it has an inventory.
 func (p *Provider) Wakes() []gitops.Wake {
 	var out []gitops.Wake
 	if p.opts.Kustomizations {
-		out = append(out, gitops.Wake{Object: &kustomizev1.Kustomization{}, Keys: wakeKeys})
+		out = append(out, gitops.Wake{Object: &kustomizev1.Kustomization{}, Keys: p.wakeKeys})
 	}
 	if p.opts.HelmReleases {
-		out = append(out, gitops.Wake{Object: &helmv2.HelmRelease{}, Keys: wakeKeys})
+		out = append(out, gitops.Wake{Object: &helmv2.HelmRelease{}, Keys: p.wakeKeys})
 	}
 	return out
 }
 
 // wakeKeys returns the wake keys of a Kustomization or HelmRelease.
-func wakeKeys(_ context.Context, obj client.Object) []string {
+func (p *Provider) wakeKeys(ctx context.Context, obj client.Object) []string {
 	v, ok := viewOf(obj)
 	if !ok {
 		return nil
@@ -195,6 +225,11 @@ func wakeKeys(_ context.Context, obj client.Object) []string {
 	for _, id := range v.inventory {
 		if ns, kind, name, ok := workloadEntry(id); ok {
 			keys = append(keys, gitops.TargetKey(ns, kind, name))
+		}
+	}
+	for _, k := range p.opts.Workloads.TargetKeys(ctx, p.reader, ClaimIndex, claimKey(v.ref)) {
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
 		}
 	}
 	return keys

@@ -23,6 +23,7 @@ import (
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/gitops"
+	"github.com/kick-operator/kick/gitops/gitopstest"
 )
 
 func testScheme(t *testing.T) *runtime.Scheme {
@@ -85,7 +86,13 @@ func hrLabels(name string) map[string]string {
 func newTestProvider(t *testing.T, opts Options, funcs *interceptor.Funcs, objs ...client.Object) *Provider {
 	t.Helper()
 	s := testScheme(t)
+	if opts.Workloads == nil {
+		opts.Workloads = gitopstest.Builtin()
+	}
 	b := fake.NewClientBuilder().WithScheme(s)
+	for _, k := range opts.Workloads {
+		b = b.WithIndex(k.New(), ClaimIndex, indexClaims)
+	}
 	for _, o := range objs {
 		var trimmed any
 		switch o.(type) {
@@ -191,7 +198,7 @@ func TestProviderDecide(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			opts := c.opts
-			if opts == (Options{}) {
+			if !opts.Kustomizations && !opts.HelmReleases {
 				opts = all
 			}
 			policy := c.policy
@@ -307,6 +314,8 @@ func TestWakes(t *testing.T) {
 
 	k := kustomization("apps", []string{"shop_web_apps_Deployment", "shop_web__Service", "jobs_cron_argoproj.io_Rollout", "_shop__Namespace"}, nil)
 	trimmed, _ := trimKustomization(k)
+	p := newTestProvider(t, Options{Kustomizations: true, HelmReleases: true}, nil)
+	wakeKeys := p.wakeKeys
 	for _, obj := range []client.Object{k, trimmed.(client.Object)} {
 		got := wakeKeys(context.Background(), obj)
 		want := []string{
@@ -328,6 +337,67 @@ func TestWakes(t *testing.T) {
 	kr := &kickv1alpha1.KickRequest{Status: kickv1alpha1.KickRequestStatus{Owner: &kickv1alpha1.GitOpsOwner{Kind: "Kustomization", Namespace: "flux-system", Name: "apps"}}}
 	if !slices.Contains(gitops.RequestKeys(kr), wakeKeys(context.Background(), k)[0]) {
 		t.Error("the owner wake key does not match the request index")
+	}
+}
+
+// TestOwnerCreatedLaterWakesClaimants: a workload whose Flux labels name
+// a Kustomization or HelmRelease that does not exist yet waits with
+// OwnerUnknown; that owner's wake keys, from the moment it appears and
+// before any inventory lists the workload, name the workload's target key
+// (through ClaimIndex on every kind handed over, a Rollout included), so
+// the waiting request is re-evaluated and finds its owner.
+func TestOwnerCreatedLaterWakesClaimants(t *testing.T) {
+	s := testScheme(t)
+	if err := gitopstest.AddRolloutToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	web := deployment(ksLabels("apps"))
+	api := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api", Labels: hrLabels("web")}}
+	ro := &gitopstest.Rollout{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "canary", Labels: ksLabels("apps")}}
+	stray := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "stray", Labels: ksLabels("other")}}
+	half := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "half", Labels: map[string]string{KustomizeNameLabel: "apps"}}}
+	opts := Options{Kustomizations: true, HelmReleases: true, Workloads: gitopstest.WithRollouts()}
+	b := fake.NewClientBuilder().WithScheme(s).WithObjects(web, api, ro, stray, half)
+	for _, k := range opts.Workloads {
+		b = b.WithIndex(k.New(), ClaimIndex, indexClaims)
+	}
+	c := b.Build()
+	p := newProvider(c, s, opts)
+
+	if d := p.Decide(context.Background(), web, fluxPolicy(nil), time.Now()); d.Reason != kickv1alpha1.GateOwnerUnknown || !strings.Contains(d.Message, "does not exist") {
+		t.Fatalf("before the owner exists: %+v", d)
+	}
+	k := kustomization("apps", nil, nil)
+	trimmed, _ := trimKustomization(k)
+	if err := c.Create(context.Background(), trimmed.(client.Object)); err != nil {
+		t.Fatal(err)
+	}
+	// The owner first, then the claimants in the order of the kinds.
+	got := p.wakeKeys(context.Background(), k)
+	want := []string{gitops.OwnerKey("Kustomization", "flux-system", "apps"),
+		gitops.TargetKey("shop", kickv1alpha1.TargetDeployment, "web"), gitops.TargetKey("shop", kickv1alpha1.TargetRollout, "canary")}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Kustomization wake keys %v, want %v", got, want)
+	}
+	kr := &kickv1alpha1.KickRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "shop"},
+		Spec: kickv1alpha1.KickRequestSpec{TargetRef: kickv1alpha1.TargetRef{Kind: kickv1alpha1.TargetDeployment, Name: "web"}}}
+	if !slices.Contains(gitops.RequestKeys(kr), gitops.TargetKey("shop", kickv1alpha1.TargetDeployment, "web")) {
+		t.Fatal("the target key does not match the request index")
+	}
+	if d := p.Decide(context.Background(), web, fluxPolicy(nil), time.Now()); !d.Allowed() {
+		t.Fatalf("after the owner exists: %+v", d)
+	}
+
+	got = p.wakeKeys(context.Background(), helmRelease("web", nil))
+	want = []string{gitops.OwnerKey("HelmRelease", "shop", "web"), gitops.TargetKey("shop", kickv1alpha1.TargetStatefulSet, "api")}
+	if !slices.Equal(got, want) {
+		t.Fatalf("HelmRelease wake keys %v, want %v", got, want)
+	}
+
+	// A workload both listed and labelled is named once.
+	listed := kustomization("apps", []string{"shop_web_apps_Deployment"}, nil)
+	if got := p.wakeKeys(context.Background(), listed); len(got) != 3 {
+		t.Fatalf("keys %v, want the owner, web and canary once each", got)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/gitops"
 	"github.com/kick-operator/kick/gitops/argocd"
+	"github.com/kick-operator/kick/gitops/gitopstest"
 )
 
 func newTestProvider(t *testing.T, objs ...client.Object) *Provider {
@@ -32,7 +33,7 @@ func newTestProvider(t *testing.T, objs ...client.Object) *Provider {
 		s.AddKnownTypeWithName(gvk, &unstructured.Unstructured{})
 		s.AddKnownTypeWithName(gvk.GroupVersion().WithKind(gvk.Kind+"List"), &unstructured.UnstructuredList{})
 	}
-	opts := argocd.Options{Namespace: "argocd"}
+	opts := argocd.Options{Namespace: "argocd", Workloads: gitopstest.Builtin()}
 	b := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
 		WithIndex(newObject(PromotionKind), StageIndex, func(obj client.Object) []string {
 			return []string{promotionStage(obj.(*unstructured.Unstructured))}

@@ -5,10 +5,12 @@ package argocd
 
 import (
 	"testing"
+	"time"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	gitopsargo "github.com/kick-operator/kick/gitops/argocd"
@@ -151,21 +153,57 @@ func TestTrackingSettings(t *testing.T) {
 	t.Run("installation id matches", func(t *testing.T) {
 		t.Parallel()
 		s := s.in(t)
-		s.app("mine", appSpec{sync: synced})
-		a := tracking("mine", s.NS, "mine")
-		a[gitopsargo.InstallationIDAnnotation] = "kick-it"
-		s.workload("mine", a, nil)
-		s.change("mine")
+		s.installed("mine", "kick-it")
 		s.owner(s.restarted("mine"), s.Argo, "mine", "default")
 	})
 	t.Run("installation id mismatch blocks", func(t *testing.T) {
 		t.Parallel()
 		s := s.in(t)
-		s.app("theirs", appSpec{sync: synced})
-		a := tracking("theirs", s.NS, "theirs")
-		a[gitopsargo.InstallationIDAnnotation] = "someone-else"
-		s.workload("theirs", a, nil)
-		s.change("theirs")
+		s.installed("theirs", "someone-else")
 		s.waitGate("theirs", kickv1alpha1.PhaseWaitingForOwner, kickv1alpha1.GateOwnerUnknown, `installation id "someone-else", but this Argo CD's is "kick-it"`)
 	})
+}
+
+// TestSettingsChangeWakesWaitingRequests: a request waits because the
+// workload's installation id is not the one argocd-cm names; correcting
+// argocd-cm wakes it at once (the settings are otherwise remembered for a
+// while, and nothing else would re-evaluate a request waiting for an
+// owner) and the restart goes through.
+func TestSettingsChangeWakesWaitingRequests(t *testing.T) {
+	s := setup(t, func(s *suite) {
+		s.Create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: gitopsargo.SettingsConfigMap}, Data: map[string]string{"installationID": "before"}})
+	})
+	s.project("default")
+	sub := s.in(t)
+	sub.installed("moved", "after")
+	kr := sub.waitGate("moved", kickv1alpha1.PhaseWaitingForOwner, kickv1alpha1.GateOwnerUnknown, `installation id "after", but this Argo CD's is "before"`)
+	if kr.Status.Gate.RequeueAt != nil {
+		t.Fatalf("requeueAt %v: nothing but a wake may re-evaluate this request", kr.Status.Gate.RequeueAt)
+	}
+
+	var cm corev1.ConfigMap
+	if err := s.Env.Client.Get(s.Ctx, client.ObjectKey{Namespace: s.Argo, Name: gitopsargo.SettingsConfigMap}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["installationID"] = "after"
+	if err := s.Env.Client.Update(s.Ctx, &cm); err != nil {
+		t.Fatal(err)
+	}
+	since := time.Now()
+	sub.owner(sub.restarted("moved"), s.Argo, "moved", "default")
+	if took := time.Since(since); took > 15*time.Second {
+		t.Fatalf("the restart came %s after argocd-cm changed: not woken by the change", took)
+	}
+}
+
+// installed creates a synced Application NAME and a Deployment NAME whose
+// tracking annotation names it with installation id id, then changes the
+// Deployment's Secret.
+func (s *suite) installed(name, id string) {
+	s.T.Helper()
+	s.app(name, appSpec{sync: synced})
+	a := tracking(name, s.NS, name)
+	a[gitopsargo.InstallationIDAnnotation] = id
+	s.workload(name, a, nil)
+	s.change(name)
 }

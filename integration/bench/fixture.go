@@ -32,7 +32,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
-	"github.com/kick-operator/kick/integration/cluster"
+	"github.com/kick-operator/kick/cmd/kick-devcluster/controlplane"
 )
 
 //go:embed kick-setup.yaml
@@ -42,7 +42,7 @@ var kickSetup string
 type fixture struct {
 	c          *config
 	logf       func(string, ...any)
-	cluster    *cluster.Cluster // nil with -kubeconfig
+	cluster    *controlplane.Cluster // nil with -kubeconfig
 	kubeconfig string
 	rest       *rest.Config
 	cs         kubernetes.Interface
@@ -59,7 +59,7 @@ func newFixture(ctx context.Context, c *config, logf func(string, ...any)) (*fix
 	if c.kubeconfig == "" {
 		logf("starting the local control plane (%d kwok nodes)", c.nodes)
 		started := time.Now()
-		cl, err := cluster.Start(ctx, cluster.Options{BinDir: c.binDir, Nodes: c.nodes, CRDDirs: c.crdDirs, Progress: prefixWriter{logf}})
+		cl, err := controlplane.Start(ctx, controlplane.Options{BinDir: c.binDir, Nodes: c.nodes, CRDDirs: c.crdDirs, Progress: prefixWriter{logf}})
 		if err != nil {
 			return nil, err
 		}
@@ -198,7 +198,7 @@ func (fx *fixture) waitAllAvailable(ctx context.Context, timeout time.Duration) 
 		}
 		ready := 0
 		for i := range list.Items {
-			if cluster.DeploymentAvailable(&list.Items[i]) {
+			if controlplane.DeploymentAvailable(&list.Items[i]) {
 				ready++
 			}
 		}

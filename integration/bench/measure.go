@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
-	"github.com/kick-operator/kick/integration/cluster"
+	"github.com/kick-operator/kick/cmd/kick-devcluster/controlplane"
 )
 
 // measure runs the phases in order. It returns what it measured so far
@@ -473,7 +473,7 @@ func (t *tracker) observe(obj any) {
 		s.changes = append(s.changes, genChange{gen: d.Generation, at: now})
 		s.gen = d.Generation
 	}
-	s.available = cluster.DeploymentAvailable(d)
+	s.available = controlplane.DeploymentAvailable(d)
 	close(t.notify)
 	t.notify = make(chan struct{})
 }

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kick-operator/kick/cmd/kick-devcluster/controlplane"
 )
 
 // Manager is a kick-manager process running against the shared control
@@ -67,14 +69,14 @@ func (e *Env) StartManagerBinary(t testing.TB, binary, namespace string, args ..
 	}()
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("kick-manager log (%s):\n%s", m.logPath, tailFile(m.logPath, 12000))
+			t.Logf("kick-manager log (%s):\n%s", m.logPath, controlplane.TailFile(m.logPath, 12000))
 		}
 		m.Kill()
 	})
 	Eventually(t, 60*time.Second, "kick-manager to become ready", func() (bool, error) {
 		select {
 		case <-m.done:
-			return false, fmt.Errorf("kick-manager exited:\n%s", tailFile(m.logPath, 4000))
+			return false, fmt.Errorf("kick-manager exited:\n%s", controlplane.TailFile(m.logPath, 4000))
 		default:
 		}
 		resp, err := http.Get("http://" + m.probes + "/readyz")

@@ -1,3 +1,7 @@
+// Package cluster is the integration-test harness: it starts one local
+// control plane (cmd/kick-devcluster/controlplane) per test binary and gives
+// tests a fresh namespace each, clients, in-process and out-of-process
+// managers, and polling helpers.
 package cluster
 
 import (
@@ -21,11 +25,13 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kick-operator/kick/cmd/kick-devcluster/controlplane"
 )
 
 // Env is the control plane shared by the tests of one test binary.
 type Env struct {
-	Cluster *Cluster
+	Cluster *controlplane.Cluster
 	Config  *rest.Config
 	Client  client.Client
 	Scheme  *runtime.Scheme
@@ -70,12 +76,12 @@ func runMain(m *testing.M, opts TestOptions) int {
 		crdDirs = append(crdDirs, filepath.Join(root, "deploy", "crds"))
 	}
 	started := time.Now()
-	var c *Cluster
+	var c *controlplane.Cluster
 	// Free ports are picked before the components bind them, so another
 	// process on the machine can take one in between: try a few times.
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		c, err = Start(ctx, Options{BinDir: binDir, Nodes: opts.Nodes, UpstreamCRDs: opts.UpstreamCRDs, CRDDirs: crdDirs})
+		c, err = controlplane.Start(ctx, controlplane.Options{BinDir: binDir, Nodes: opts.Nodes, UpstreamCRDs: opts.UpstreamCRDs, CRDDirs: crdDirs})
 		cancel()
 		if err == nil {
 			break

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/cmd/kick-devcluster/controlplane"
 	"github.com/kick-operator/kick/integration/cluster"
 	"github.com/kick-operator/kick/integration/fixture"
 	"github.com/kick-operator/kick/restart/csi"
@@ -73,7 +74,7 @@ func settledPods(f *fixture.F, app string, n int) []corev1.Pod {
 		if err := f.Env.Client.Get(f.Ctx, client.ObjectKey{Namespace: f.NS, Name: app}, &d); err != nil {
 			return false, err
 		}
-		if !cluster.DeploymentAvailable(&d) || d.Status.ObservedGeneration != d.Generation || d.Status.UpdatedReplicas != int32(n) {
+		if !controlplane.DeploymentAvailable(&d) || d.Status.ObservedGeneration != d.Generation || d.Status.UpdatedReplicas != int32(n) {
 			return false, fmt.Errorf("deployment status %+v", d.Status)
 		}
 		var list corev1.PodList

@@ -190,3 +190,34 @@ func TestAutoPicksFlux(t *testing.T) {
 	kr := waitRestartedOnce(f)
 	wantOwner(f, kr, "Kustomization", "apps")
 }
+
+// TestOwnerCreatedAfterTheChange: the workload's labels name a HelmRelease
+// that does not exist yet, so the request waits for an owner (with none
+// recorded, it is indexed only under its target). When the HelmRelease
+// appears, with no inventory listing the workload, its wake reaches the
+// request through the workload's labels (the provider's claim index): no
+// timer would re-evaluate it, so the short deadline of waitAllowedSoon
+// shows the wake.
+func TestOwnerCreatedAfterTheChange(t *testing.T) {
+	f := fixture.Setup(t)
+	f.Policy("flux", fluxPolicy)
+	webApplied(f, helmLabels(f.NS, "web"))
+
+	f.SetSecret("db", map[string]string{"password": "bravo"})
+	kr := waitBlocked(f, kickv1alpha1.PhaseWaitingForOwner, kickv1alpha1.GateOwnerUnknown)
+	if msg := kr.Status.Gate.Message; !strings.Contains(msg, "name HelmRelease "+f.NS+"/web as its owner, but that HelmRelease does not exist") {
+		t.Fatalf("the gate message should say the labelled owner does not exist: %q", msg)
+	}
+	if kr.Status.Owner != nil || kr.Status.Gate.RequeueAt != nil {
+		t.Fatalf("owner %+v, requeueAt %v: want neither", kr.Status.Owner, kr.Status.Gate.RequeueAt)
+	}
+
+	since := time.Now()
+	createHelmRelease(f, "web", func(h *helmv2.HelmRelease) {
+		h.Status.ObservedGeneration = h.Generation
+		h.Status.Conditions = ready(h.Generation)
+	})
+	waitAllowedSoon(f, since)
+	kr = waitRestartedOnce(f)
+	wantOwner(f, kr, "HelmRelease", "web")
+}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/cmd/kick-devcluster/controlplane"
 	"github.com/kick-operator/kick/integration/cluster"
 )
 
@@ -325,7 +326,7 @@ func TestRestartWaitReportsANotReopenedRequest(t *testing.T) {
 		if err := env.Client.Get(f.Ctx, client.ObjectKey{Namespace: f.NS, Name: "web"}, &d); err != nil {
 			return false, err
 		}
-		return cluster.DeploymentAvailable(&d) && f.replicaSets("web") == 3, fmt.Errorf("status %+v", d.Status)
+		return controlplane.DeploymentAvailable(&d) && f.replicaSets("web") == 3, fmt.Errorf("status %+v", d.Status)
 	})
 	before := f.request("deployment-web")
 	began = time.Now()

@@ -142,7 +142,7 @@ func startObserverWith(t *testing.T, ns, keyNS string, isManaged observe.Managed
 		Scheme:  scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		Cache: cache.Options{
-			ByObject:          observe.NewCacheOptions(keys),
+			ByObject:          observe.NewCacheOptions(),
 			DefaultNamespaces: map[string]cache.Config{ns: {}},
 			NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
 				o.mu.Lock()

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -326,4 +327,75 @@ func TestWorkloadRefRestartsTheReferencedDeploymentThroughItsRollout(t *testing.
 	if ro := getRollout(f, "web-rollout"); !ro.Spec.RestartAt.Time.Equal(restartAt) {
 		t.Fatalf("restarted again: restartAt %s, was %s", ro.Spec.RestartAt, restartAt)
 	}
+}
+
+// TestArgoCDClaimOnARollout: the Argo CD provider's claim index covers
+// Rollouts when that integration runs. A Rollout whose tracking annotation
+// names an Application that does not exist yet waits for its owner; when
+// the Application appears (listing nothing in status.resources), its wake
+// reaches the Rollout's request through the claim, and the Rollout is
+// restarted with the Application recorded as its owner.
+func TestArgoCDClaimOnARollout(t *testing.T) {
+	env := cluster.Get(t)
+	argo := env.Namespace(t)
+	project := argoObject("AppProject", argo, "default", map[string]any{
+		"sourceRepos":  []any{"*"},
+		"destinations": []any{map[string]any{"server": "*", "namespace": "*"}},
+	}, nil)
+	if err := env.Client.Create(t.Context(), project); err != nil {
+		t.Fatalf("create AppProject: %v", err)
+	}
+	f := fixture.Setup(t, "--enable-argo-rollouts", "--argocd-namespace="+argo)
+	f.Policy("argo", selectAll+"\ngitOps: {provider: ArgoCD}")
+	f.Secret("db", map[string]string{"password": "alpha"}, nil)
+	createRollout(f, "web", 1, map[string]any{"template": template("web", "db")})
+	claim := fmt.Sprintf(`{"metadata":{"annotations":{"argocd.argoproj.io/tracking-id":"web:argoproj.io/Rollout:%s/web"}}}`, f.NS)
+	if err := env.Client.Patch(f.Ctx, getRollout(f, "web"), client.RawPatch(types.MergePatchType, []byte(claim))); err != nil {
+		t.Fatalf("annotate Rollout: %v", err)
+	}
+	f.WaitObservation("db")
+
+	f.SetSecret("db", map[string]string{"password": "bravo"})
+	want := "names Application " + argo + "/web through its tracking annotation, but that Application does not exist"
+	cluster.Eventually(t, 30*time.Second, "the Rollout's request to wait for its Application", func() (bool, error) {
+		kr, err := f.Request("rollout-web")
+		if err != nil {
+			return false, err
+		}
+		g := kr.Status.Gate
+		return kr.Status.Phase == kickv1alpha1.PhaseWaitingForOwner && g != nil && g.Reason == kickv1alpha1.GateOwnerUnknown && strings.Contains(g.Message, want),
+			fmt.Errorf("phase %q, gate %+v", kr.Status.Phase, g)
+	})
+	if ro := getRollout(f, "web"); ro.Spec.RestartAt != nil {
+		t.Fatalf("restarted (restartAt %s) while the owner was missing", ro.Spec.RestartAt)
+	}
+
+	app := argoObject("Application", argo, "web", map[string]any{
+		"project":     "default",
+		"source":      map[string]any{"repoURL": "https://git.example.com/shop.git", "path": "web", "targetRevision": "HEAD"},
+		"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": f.NS},
+	}, map[string]any{"sync": map[string]any{"status": "Synced"}})
+	if err := env.Client.Create(f.Ctx, app); err != nil {
+		t.Fatalf("create Application: %v", err)
+	}
+	waitRestartAt(f, "web", time.Time{})
+	settle(f, "web")
+	kr := f.WaitPhase("rollout-web", kickv1alpha1.PhaseSucceeded, 60*time.Second)
+	if o := kr.Status.Owner; o == nil || o.Kind != "Application" || o.Namespace != argo || o.Name != "web" || kr.Status.Provider != kickv1alpha1.ProviderArgoCD {
+		t.Fatalf("provider %q, owner %+v: want Application %s/web", kr.Status.Provider, o, argo)
+	}
+}
+
+// argoObject builds an Argo CD object (the Application CRD has no status
+// subresource, so its status is written with the object).
+func argoObject(kind, namespace, name string, spec, status map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": kind,
+		"metadata": map[string]any{"namespace": namespace, "name": name},
+		"spec":     spec,
+	}}
+	if status != nil {
+		u.Object["status"] = status
+	}
+	return u
 }

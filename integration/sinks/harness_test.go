@@ -78,7 +78,7 @@ func start(t *testing.T, mutate func(*sinks.Options)) *harness {
 		o.Logger = logger
 		// Cache Secrets metadata-only, as the real manager does, so the
 		// controller has to read Secrets from the API server.
-		o.Cache.ByObject = observe.NewCacheOptions(nil)
+		o.Cache.ByObject = observe.NewCacheOptions()
 	})
 	h.rt = router.New(router.Options{Registerer: prometheus.NewRegistry()})
 	opts := sinks.Options{Router: h.rt, Registerer: h.reg, StatusInterval: 300 * time.Millisecond, MaxConcurrentReconciles: 2}

@@ -5,11 +5,10 @@ import "github.com/kick-operator/kick/restart/observe"
 // Mount is what one pod reports for one class: the keyed fingerprint of its
 // mounted object versions (never the versions themselves).
 type Mount struct {
-	Pod         string
 	Fingerprint string
 }
 
-// MountOf reads a pod status: its pod and the fingerprint of its versions.
+// MountOf reads a pod status: the fingerprint of its versions.
 // ok is false when the status says nothing usable yet (not mounted).
 func MountOf(keys *observe.Fingerprinter, s *SecretProviderClassPodStatus) (Mount, bool) {
 	if !s.Status.Mounted || s.Status.PodName == "" {
@@ -19,7 +18,7 @@ func MountOf(keys *observe.Fingerprinter, s *SecretProviderClassPodStatus) (Moun
 	for i, o := range s.Status.Objects {
 		objs[i] = observe.MountedObject{ID: o.ID, Version: o.Version}
 	}
-	return Mount{Pod: s.Status.PodName, Fingerprint: keys.Mounted(objs)}, true
+	return Mount{Fingerprint: keys.Mounted(objs)}, true
 }
 
 // Agreement is the verdict over the current pods of one workload for one

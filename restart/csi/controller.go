@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	k8sworkqueue "k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -426,7 +425,7 @@ func (r *Reconciler) observe(ctx context.Context, class string, ref workload.Ref
 		return fmt.Errorf("read observation record of %s for %s: %w", class, ref, err)
 	}
 	current := stored
-	if current != nil && !ownedBy(current, w.GetUID()) {
+	if current != nil && !observe.OwnedBy(current, w.GetUID()) {
 		current = nil // left by an earlier workload of the same name
 	}
 	if !consumer && current == nil {
@@ -454,7 +453,7 @@ func (r *Reconciler) observe(ctx context.Context, class string, ref workload.Ref
 			KeyID:       r.Keys.KeyID(),
 			LastWrite:   Epoch,
 		}, r.now())
-		if err := r.write(ctx, stored, name, kind, w, spec); err != nil {
+		if err := observe.WriteRecord(ctx, r.Client, stored, name, kind.APIVersion, string(kind.Target), w, spec); err != nil {
 			return err
 		}
 		if spec.LastRelevantChangeTime != nil {
@@ -505,42 +504,6 @@ func (r *Reconciler) counts(ctx context.Context, w client.Object, class string) 
 		return false, fmt.Errorf("read SecretProviderClass %s/%s: %w", w.GetNamespace(), class, err)
 	}
 	return inScope(spc.GetLabels()), nil
-}
-
-// write creates the record, owned by the workload (so it goes with it), or
-// replaces the spec of stored.
-func (r *Reconciler) write(ctx context.Context, stored *kickv1alpha1.SourceObservation, name string, kind *workload.Kind, w client.Object, spec kickv1alpha1.SourceObservationSpec) error {
-	owner := metav1.OwnerReference{
-		APIVersion:         kind.APIVersion,
-		Kind:               string(kind.Target),
-		Name:               w.GetName(),
-		UID:                w.GetUID(),
-		Controller:         ptr.To(false),
-		BlockOwnerDeletion: ptr.To(false),
-	}
-	if stored == nil {
-		rec := &kickv1alpha1.SourceObservation{
-			ObjectMeta: metav1.ObjectMeta{Namespace: w.GetNamespace(), Name: name, OwnerReferences: []metav1.OwnerReference{owner}},
-			Spec:       spec,
-		}
-		return r.Client.Create(ctx, rec)
-	}
-	rec := stored.DeepCopy()
-	rec.Spec = spec
-	refs := slices.DeleteFunc(rec.OwnerReferences, func(o metav1.OwnerReference) bool {
-		return o.APIVersion == owner.APIVersion && o.Kind == owner.Kind && o.Name == owner.Name
-	})
-	rec.OwnerReferences = append(refs, owner)
-	return r.Client.Update(ctx, rec)
-}
-
-func ownedBy(rec *kickv1alpha1.SourceObservation, uid types.UID) bool {
-	for _, o := range rec.OwnerReferences {
-		if o.UID == uid {
-			return true
-		}
-	}
-	return false
 }
 
 func (r *Reconciler) now() time.Time {

@@ -119,7 +119,7 @@ func (r *SourceReconciler) reconcileSource(ctx context.Context, kind sourceKind,
 	// A record left by an earlier object of the same name (not yet garbage-collected) says
 	// nothing about this one.
 	current := stored
-	if current != nil && !ownedBy(current, src.GetUID()) {
+	if current != nil && !OwnedBy(current, src.GetUID()) {
 		current = nil
 	}
 	if len(consumers) == 0 && current == nil {
@@ -148,7 +148,8 @@ func (r *SourceReconciler) reconcileSource(ctx context.Context, kind sourceKind,
 			prev = &current.Spec
 		}
 		spec := Next(prev, apply, obs, r.now())
-		if err := r.write(ctx, stored, kind.name, src, spec); err != nil {
+		name := kickv1alpha1.ObservationName(kind.name, src.GetName())
+		if err := WriteRecord(ctx, r.Client, stored, name, discovery.CoreAPIVersion, kind.name, src, spec); err != nil {
 			return out, err
 		}
 		out.written = true
@@ -265,27 +266,28 @@ func (r *SourceReconciler) record(ctx context.Context, kind string, key types.Na
 	return &rec, nil
 }
 
-// write creates the record or replaces the spec of stored (optimistically: a stale cached copy
-// makes the update fail with a conflict, and the retry reclassifies against the fresh record).
-func (r *SourceReconciler) write(ctx context.Context, stored *kickv1alpha1.SourceObservation, kind string, src client.Object, spec kickv1alpha1.SourceObservationSpec) error {
-	owner := metav1.OwnerReference{
-		APIVersion:         discovery.CoreAPIVersion,
+// WriteRecord writes the SourceObservation name in owner's namespace: it creates it, owned by
+// owner (of the given API version and kind) so the record goes away with it, when stored is
+// nil; otherwise it replaces the spec of stored, the record as read before, and makes owner its
+// owner in place of any earlier object of the same kind and name. The update is optimistic: a
+// stale stored copy fails with a conflict, and the caller classifies again against the fresh
+// record. The Secret and ConfigMap observer and the optional observers (CSI mounts) share it.
+func WriteRecord(ctx context.Context, c client.Writer, stored *kickv1alpha1.SourceObservation, name, apiVersion, kind string,
+	owner client.Object, spec kickv1alpha1.SourceObservationSpec) error {
+	ref := metav1.OwnerReference{
+		APIVersion:         apiVersion,
 		Kind:               kind,
-		Name:               src.GetName(),
-		UID:                src.GetUID(),
+		Name:               owner.GetName(),
+		UID:                owner.GetUID(),
 		Controller:         ptr.To(false),
 		BlockOwnerDeletion: ptr.To(false),
 	}
 	if stored == nil {
 		rec := &kickv1alpha1.SourceObservation{
-			ObjectMeta: metav1.ObjectMeta{
-				Namespace:       src.GetNamespace(),
-				Name:            kickv1alpha1.ObservationName(kind, src.GetName()),
-				OwnerReferences: []metav1.OwnerReference{owner},
-			},
-			Spec: spec,
+			ObjectMeta: metav1.ObjectMeta{Namespace: owner.GetNamespace(), Name: name, OwnerReferences: []metav1.OwnerReference{ref}},
+			Spec:       spec,
 		}
-		if err := r.Client.Create(ctx, rec); err != nil {
+		if err := c.Create(ctx, rec); err != nil {
 			return fmt.Errorf("create observation record %s/%s: %w", rec.Namespace, rec.Name, err)
 		}
 		return nil
@@ -293,17 +295,18 @@ func (r *SourceReconciler) write(ctx context.Context, stored *kickv1alpha1.Sourc
 	rec := stored.DeepCopy()
 	rec.Spec = spec
 	refs := slices.DeleteFunc(rec.OwnerReferences, func(o metav1.OwnerReference) bool {
-		return o.APIVersion == owner.APIVersion && o.Kind == owner.Kind && o.Name == owner.Name
+		return o.APIVersion == ref.APIVersion && o.Kind == ref.Kind && o.Name == ref.Name
 	})
-	rec.OwnerReferences = append(refs, owner)
-	if err := r.Client.Update(ctx, rec); err != nil {
+	rec.OwnerReferences = append(refs, ref)
+	if err := c.Update(ctx, rec); err != nil {
 		return fmt.Errorf("update observation record %s/%s: %w", rec.Namespace, rec.Name, err)
 	}
 	return nil
 }
 
-// ownedBy reports whether rec belongs to the source object with this UID.
-func ownedBy(rec *kickv1alpha1.SourceObservation, uid types.UID) bool {
+// OwnedBy reports whether rec belongs to the object with this UID (a record left by an earlier
+// object of the same name does not).
+func OwnedBy(rec *kickv1alpha1.SourceObservation, uid types.UID) bool {
 	for _, o := range rec.OwnerReferences {
 		if o.UID == uid {
 			return true

@@ -42,9 +42,9 @@ type Options struct {
 // NewCacheOptions returns the manager cache settings for Secrets and ConfigMaps, which the
 // manager watches metadata-only (see SourceMetadata): their data never reaches the manager
 // through a watch, and the cache keeps only the metadata TransformSourceMetadata leaves.
-// Merge it into cache.Options.ByObject. The Fingerprinter is not needed any more (sources
-// are fingerprinted when the reconciler reads them in full) and may be nil.
-func NewCacheOptions(*Fingerprinter) map[client.Object]cache.ByObject {
+// Merge it into cache.Options.ByObject. Nothing is fingerprinted here: sources are
+// fingerprinted when the reconciler reads them in full.
+func NewCacheOptions() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
 		SourceMetadata(discovery.KindSecret):    {Transform: TransformSourceMetadata},
 		SourceMetadata(discovery.KindConfigMap): {Transform: TransformSourceMetadata},

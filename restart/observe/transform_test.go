@@ -178,7 +178,7 @@ func TestLastWrite(t *testing.T) {
 }
 
 func TestNewCacheOptions(t *testing.T) {
-	opts := NewCacheOptions(nil)
+	opts := NewCacheOptions()
 	want := map[schema.GroupVersionKind]bool{{Version: "v1", Kind: "Secret"}: true, {Version: "v1", Kind: "ConfigMap"}: true}
 	if len(opts) != len(want) {
 		t.Fatalf("want entries for Secret and ConfigMap, got %d", len(opts))

@@ -6,8 +6,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/kick-operator/kick/restart/freshness"
 )
 
 // OwnerIndex indexes ReplicaSets by the UID of their controlling owner, so a
@@ -34,10 +32,4 @@ func ControlledReplicaSets(ctx context.Context, c client.Reader, owner client.Ob
 		return nil, fmt.Errorf("list ReplicaSets of %s/%s: %w", owner.GetNamespace(), owner.GetName(), err)
 	}
 	return rss.Items, nil
-}
-
-// Inspect returns the rollout state of a built-in workload (σ and
-// completeness); see Registry.Inspect.
-func Inspect(ctx context.Context, c client.Reader, obj client.Object) (freshness.Rollout, error) {
-	return Builtin().Inspect(ctx, c, obj)
 }

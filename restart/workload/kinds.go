@@ -86,12 +86,6 @@ var (
 	}
 )
 
-// Kinds lists the built-in workload kinds, as empty objects.
-func Kinds() []client.Object { return Builtin().Objects() }
-
-// New returns an empty object of a built-in target kind; see Registry.New.
-func New(kind kickv1alpha1.TargetKind) (client.Object, error) { return Builtin().New(kind) }
-
 // KindOf returns the target kind of a workload object, "" for others. It
 // knows the apps/v1 kinds and every type implementing Kinded, whether or
 // not a registry holds its kind.
@@ -129,9 +123,6 @@ func (r Ref) Key() string { return TargetKey(r.Kind, r.Name) }
 
 // TargetKey is the index value naming a workload within its namespace.
 func TargetKey(kind kickv1alpha1.TargetKind, name string) string { return string(kind) + "/" + name }
-
-// Lists returns an empty list object per built-in workload kind.
-func Lists() []client.ObjectList { return Builtin().Lists() }
 
 // Items returns the workloads held in a list of any workload kind.
 func Items(list client.ObjectList) []client.Object {

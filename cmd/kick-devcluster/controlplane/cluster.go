@@ -1,7 +1,8 @@
-// Package cluster runs a real, local Kubernetes control plane for tests, the
-// demo and benchmarks: etcd, kube-apiserver, kube-controller-manager,
-// kube-scheduler and kwok (simulated nodes), all on 127.0.0.1.
-package cluster
+// Package controlplane starts and stops the local Kubernetes control plane that
+// kick-devcluster ships (etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler and kwok nodes on 127.0.0.1, with throw-away certificates and
+// optional CRDs); the demo, the benchmark and the integration harness use it.
+package controlplane
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package cluster
+package controlplane
 
 import (
 	"bytes"
@@ -76,10 +76,12 @@ func (p *process) stop(grace time.Duration) {
 
 // tail returns the last n bytes of the component's log.
 func (p *process) tail(n int64) string {
-	return tailFile(p.logPath, n)
+	return TailFile(p.logPath, n)
 }
 
-func tailFile(path string, n int64) string {
+// TailFile returns the last n bytes of the file at path, starting at a line
+// boundary, or a note saying why it could not be read.
+func TailFile(path string, n int64) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Sprintf("(no log: %v)", err)

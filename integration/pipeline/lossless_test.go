@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/cmd/kick-devcluster/controlplane"
 	"github.com/kick-operator/kick/integration/cluster"
 	"github.com/kick-operator/kick/integration/fixture"
 )
@@ -166,7 +167,7 @@ func TestChangeDuringOwnRolloutRestartsOnceMore(t *testing.T) {
 	if err := f.Env.Client.Get(f.Ctx, client.ObjectKey{Namespace: f.NS, Name: "web"}, &dep); err != nil {
 		t.Fatal(err)
 	}
-	if cluster.DeploymentAvailable(&dep) && dep.Status.UpdatedReplicas == dep.Status.Replicas && dep.Status.AvailableReplicas == dep.Status.Replicas &&
+	if controlplane.DeploymentAvailable(&dep) && dep.Status.UpdatedReplicas == dep.Status.Replicas && dep.Status.AvailableReplicas == dep.Status.Replicas &&
 		dep.Status.ObservedGeneration == dep.Generation {
 		t.Fatalf("the first restart finished before the second change; the test did not exercise an in-flight rollout: %+v", dep.Status)
 	}

@@ -196,14 +196,21 @@ type KickPolicyStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// MatchedWorkloads counts the workloads the policy currently selects.
+	// MatchedWorkloads counts the workloads this policy alone selects.
 	// +optional
 	MatchedWorkloads int32 `json:"matchedWorkloads"`
 
 	// BlockedWorkloads counts the selected workloads whose restart is
-	// currently held back by a gate.
+	// currently held back by a gate: their open KickRequest waits for a
+	// window, minInterval, settle, the GitOps owner or a resumed policy.
 	// +optional
 	BlockedWorkloads int32 `json:"blockedWorkloads"`
+
+	// AmbiguousWorkloads counts the workloads this policy selects together
+	// with another policy of the namespace; KICK restarts none of them until
+	// exactly one policy selects each.
+	// +optional
+	AmbiguousWorkloads int32 `json:"ambiguousWorkloads"`
 
 	// Conditions describe the policy; Ready is False when the policy cannot
 	// be applied as written (for example an unknown time zone).

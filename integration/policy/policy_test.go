@@ -108,7 +108,7 @@ type want struct {
 func expect(t *testing.T, env *cluster.Env, ns, name string, w want) *kickv1alpha1.KickPolicy {
 	t.Helper()
 	var p kickv1alpha1.KickPolicy
-	cluster.Eventually(t, wait, fmt.Sprintf("KickPolicy %s: matched %d, blocked %d, Ready=%s/%s", name, w.matched, w.blocked, w.ready, w.reason), func() (bool, error) {
+	cluster.Eventually(t, wait, fmt.Sprintf("KickPolicy %s: matched %d, ambiguous %d, Ready=%s/%s", name, w.matched, w.blocked, w.ready, w.reason), func() (bool, error) {
 		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &p); err != nil {
 			return false, err
 		}
@@ -119,8 +119,8 @@ func expect(t *testing.T, env *cluster.Env, ns, name string, w want) *kickv1alph
 			return false, fmt.Errorf("observedGeneration %d, generation %d", st.ObservedGeneration, p.Generation)
 		case c == nil:
 			return false, fmt.Errorf("no Ready condition: %+v", st)
-		case st.MatchedWorkloads != w.matched || st.BlockedWorkloads != w.blocked || c.Status != w.ready || c.Reason != w.reason:
-			return false, fmt.Errorf("matched %d, blocked %d, Ready=%s/%s %q", st.MatchedWorkloads, st.BlockedWorkloads, c.Status, c.Reason, c.Message)
+		case st.MatchedWorkloads != w.matched || st.AmbiguousWorkloads != w.blocked || c.Status != w.ready || c.Reason != w.reason:
+			return false, fmt.Errorf("matched %d, ambiguous %d, Ready=%s/%s %q", st.MatchedWorkloads, st.AmbiguousWorkloads, c.Status, c.Reason, c.Message)
 		case c.ObservedGeneration != p.Generation:
 			return false, fmt.Errorf("Ready describes generation %d, not %d", c.ObservedGeneration, p.Generation)
 		}

@@ -28,6 +28,7 @@ import (
 // +kubebuilder:rbac:groups=kick.corewire.io,resources=kickpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kick.corewire.io,resources=kickpolicies/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kick.corewire.io,resources=kickrequests,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -91,7 +92,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&kickv1alpha1.KickPolicy{}).
-		Watches(&kickv1alpha1.KickPolicy{}, toPolicies, builder.WithPredicates(specOrDeletionChanged()))
+		Watches(&kickv1alpha1.KickPolicy{}, toPolicies, builder.WithPredicates(specOrDeletionChanged())).
+		Watches(&kickv1alpha1.KickRequest{}, handler.EnqueueRequestsFromMapFunc(policyOfRequest), builder.WithPredicates(waitingChanged()))
 	for _, w := range r.Kinds.Objects() {
 		b = b.Watches(w, toPolicies, labelsChanged)
 	}
@@ -109,6 +111,21 @@ func specOrDeletionChanged() predicate.Predicate {
 			return (e.ObjectOld.GetDeletionTimestamp() == nil) != (e.ObjectNew.GetDeletionTimestamp() == nil)
 		},
 	})
+}
+
+// waitingChanged passes the KickRequest events that can change a policy's
+// blockedWorkloads: a request starting or stopping to wait for a gate.
+func waitingChanged() predicate.Predicate {
+	waiting := func(o client.Object) bool {
+		kr, ok := o.(*kickv1alpha1.KickRequest)
+		return ok && waitsForGate(kr.Status.Phase)
+	}
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return waiting(e.Object) },
+		DeleteFunc:  func(e event.DeleteEvent) bool { return waiting(e.Object) },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return waiting(e.ObjectOld) != waiting(e.ObjectNew) },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
 }
 
 // policiesOfNamespace maps an object to every KickPolicy of its namespace,
@@ -154,7 +171,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	want := p.DeepCopy()
 	want.Status.ObservedGeneration = p.Generation
 	want.Status.MatchedWorkloads = ev.Matched
-	want.Status.BlockedWorkloads = ev.Blocked
+	want.Status.AmbiguousWorkloads = ev.Ambiguous
+	blocked, err := r.blocked(ctx, &p)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	want.Status.BlockedWorkloads = blocked
 	meta.SetStatusCondition(&want.Status.Conditions, ev.Ready)
 	if equality.Semantic.DeepEqual(p.Status, want.Status) {
 		return ctrl.Result{}, nil
@@ -167,6 +189,39 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	r.announce(want, meta.FindStatusCondition(p.Status.Conditions, kickv1alpha1.ConditionReady), ev.Ready)
 	return ctrl.Result{}, nil
+}
+
+// blocked counts the policy's open KickRequests that wait for a gate, read
+// from the cache (one per workload: requests of a target coalesce).
+func (r *Reconciler) blocked(ctx context.Context, p *kickv1alpha1.KickPolicy) (int32, error) {
+	var list kickv1alpha1.KickRequestList
+	if err := r.Client.List(ctx, &list, client.InNamespace(p.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return 0, err
+	}
+	targets := map[kickv1alpha1.TargetRef]bool{}
+	for i := range list.Items {
+		kr := &list.Items[i]
+		if kr.Status.PolicyRef == p.Name && waitsForGate(kr.Status.Phase) {
+			targets[kr.Spec.TargetRef] = true
+		}
+	}
+	return int32(len(targets)), nil
+}
+
+// waitsForGate reports whether a request in this phase is held back by a
+// gate (not by a rollout that is still running).
+func waitsForGate(p kickv1alpha1.KickRequestPhase) bool {
+	return p.IsWaiting() && p != kickv1alpha1.PhaseWaitingForRollout
+}
+
+// policyOfRequest maps a KickRequest to the policy that governs it, so
+// blockedWorkloads follows the requests' phases.
+func policyOfRequest(_ context.Context, obj client.Object) []reconcile.Request {
+	kr, ok := obj.(*kickv1alpha1.KickRequest)
+	if !ok || kr.Status.PolicyRef == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: kr.Namespace, Name: kr.Status.PolicyRef}}}
 }
 
 // workloads lists the namespace's workloads of every kind in r.Kinds from

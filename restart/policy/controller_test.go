@@ -147,7 +147,7 @@ func TestReconcileWritesOnlyChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	p = h.reconcile("web")
-	if p.Status.MatchedWorkloads != 0 || p.Status.BlockedWorkloads != 4 {
+	if p.Status.MatchedWorkloads != 0 || p.Status.AmbiguousWorkloads != 4 {
 		t.Fatalf("status %+v, want matched 0 blocked 4", p.Status)
 	}
 	c := ready(p)
@@ -158,7 +158,7 @@ func TestReconcileWritesOnlyChanges(t *testing.T) {
 		t.Fatalf("events %q, want one Warning Ambiguous", got)
 	}
 	all := h.reconcile("all")
-	if all.Status.MatchedWorkloads != 1 || all.Status.BlockedWorkloads != 4 {
+	if all.Status.MatchedWorkloads != 1 || all.Status.AmbiguousWorkloads != 4 {
 		t.Fatalf("select-all status %+v, want matched 1 (api) blocked 4", all.Status)
 	}
 }
@@ -196,5 +196,29 @@ func TestReconcileIgnoresMissingAndDeletingPolicies(t *testing.T) {
 	}
 	if n := h.patches.Load(); n != 0 {
 		t.Fatalf("%d status patches, want none", n)
+	}
+}
+
+// TestBlockedCountsGateWaits: blockedWorkloads counts the workloads whose
+// open request waits for a gate under this policy; a request waiting for a
+// running rollout, a finished one and another policy's do not count.
+func TestBlockedCountsGateWaits(t *testing.T) {
+	req := func(name, target, policy string, phase kickv1alpha1.KickRequestPhase) *kickv1alpha1.KickRequest {
+		return &kickv1alpha1.KickRequest{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec:       kickv1alpha1.KickRequestSpec{TargetRef: kickv1alpha1.TargetRef{Kind: kickv1alpha1.TargetDeployment, Name: target}},
+			Status:     kickv1alpha1.KickRequestStatus{PolicyRef: policy, Phase: phase},
+		}
+	}
+	h := newHarness(t, policyObject("web"),
+		req("a", "a", "web", kickv1alpha1.PhaseWaitingForGate),
+		req("b", "b", "web", kickv1alpha1.PhaseWaitingForApplicationSync),
+		req("c", "c", "web", kickv1alpha1.PhaseWaitingForOwner),
+		req("d", "d", "web", kickv1alpha1.PhaseWaitingForRollout),
+		req("e", "e", "web", kickv1alpha1.PhaseSucceeded),
+		req("f", "f", "other", kickv1alpha1.PhaseWaitingForGate),
+	)
+	if p := h.reconcile("web"); p.Status.BlockedWorkloads != 3 {
+		t.Fatalf("blockedWorkloads = %d, want 3 (gate, sync and owner waits)", p.Status.BlockedWorkloads)
 	}
 }

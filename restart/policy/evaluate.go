@@ -38,9 +38,9 @@ const suspendedMessage = "suspended: no restarts"
 type Evaluation struct {
 	// Matched counts the workloads this policy alone selects.
 	Matched int32
-	// Blocked counts the workloads this policy selects together with
+	// Ambiguous counts the workloads this policy selects together with
 	// another policy; none of them is restarted.
-	Blocked int32
+	Ambiguous int32
 	// SharedWith names, sorted, the other policies selecting the blocked
 	// workloads.
 	SharedWith []string
@@ -82,7 +82,7 @@ func Evaluate(p *kickv1alpha1.KickPolicy, policies []kickv1alpha1.KickPolicy, wo
 			}
 		}
 		if contested {
-			ev.Blocked++
+			ev.Ambiguous++
 		} else {
 			ev.Matched++
 		}
@@ -114,7 +114,7 @@ func readyCondition(p *kickv1alpha1.KickPolicy, selectorErr error, ev Evaluation
 	if selectorErr != nil {
 		add(ReasonInvalidSelector, oneLine(selectorErr))
 	}
-	if ev.Blocked > 0 {
+	if ev.Ambiguous > 0 {
 		add(ReasonAmbiguous, ambiguousMessage(ev))
 	}
 
@@ -136,10 +136,10 @@ func ambiguousMessage(ev Evaluation) string {
 		policies = "policies "
 	}
 	policies += joinNames(ev.SharedWith)
-	if ev.Blocked == 1 {
+	if ev.Ambiguous == 1 {
 		return fmt.Sprintf("1 workload is also selected by %s; restarts for it are blocked until one policy selects it", policies)
 	}
-	return fmt.Sprintf("%d workloads are also selected by %s; restarts for them are blocked until one policy selects them", ev.Blocked, policies)
+	return fmt.Sprintf("%d workloads are also selected by %s; restarts for them are blocked until one policy selects them", ev.Ambiguous, policies)
 }
 
 // oneLine flattens errors.Join output (one error per line).

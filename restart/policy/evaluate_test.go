@@ -78,8 +78,8 @@ func TestEvaluate(t *testing.T) {
 				ps = tc.others
 			}
 			ev := Evaluate(&tc.p, ps, tc.workloads)
-			if ev.Matched != tc.matched || ev.Blocked != tc.blocked || !slices.Equal(ev.SharedWith, tc.shared) {
-				t.Errorf("matched=%d blocked=%d shared=%v, want %d %d %v", ev.Matched, ev.Blocked, ev.SharedWith, tc.matched, tc.blocked, tc.shared)
+			if ev.Matched != tc.matched || ev.Ambiguous != tc.blocked || !slices.Equal(ev.SharedWith, tc.shared) {
+				t.Errorf("matched=%d blocked=%d shared=%v, want %d %d %v", ev.Matched, ev.Ambiguous, ev.SharedWith, tc.matched, tc.blocked, tc.shared)
 			}
 			c := ev.Ready
 			if c.Type != kickv1alpha1.ConditionReady || c.Status != tc.status || c.Reason != tc.reason || c.ObservedGeneration != tc.p.Generation {

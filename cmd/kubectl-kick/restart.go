@@ -238,7 +238,7 @@ func (s *session) follow(ctx context.Context, kr *kickv1alpha1.KickRequest, mark
 		})
 		if err != nil {
 			if ctx.Err() != nil {
-				return timedOut(last, !mark.answered(last), timeout, stderr)
+				return s.timedOut(last, !mark.answered(last), timeout, stderr)
 			}
 			return report(stderr, apiError("watch", key.Namespace, err))
 		}
@@ -247,7 +247,7 @@ func (s *session) follow(ctx context.Context, kr *kickv1alpha1.KickRequest, mark
 			select {
 			case <-ctx.Done():
 				w.Stop()
-				return timedOut(last, !mark.answered(last), timeout, stderr)
+				return s.timedOut(last, !mark.answered(last), timeout, stderr)
 			case ev, ok := <-w.ResultChan():
 				if !ok {
 					restart = true
@@ -279,7 +279,7 @@ func (s *session) follow(ctx context.Context, kr *kickv1alpha1.KickRequest, mark
 		cur := &kickv1alpha1.KickRequest{}
 		if err := s.client.Get(ctx, key, cur); err != nil {
 			if ctx.Err() != nil {
-				return timedOut(last, !mark.answered(last), timeout, stderr)
+				return s.timedOut(last, !mark.answered(last), timeout, stderr)
 			}
 			if apierrors.IsNotFound(err) {
 				fmt.Fprintf(stderr, "kubectl kick: kickrequest/%s was deleted while waiting for it\n", key.Name)
@@ -363,15 +363,35 @@ func finish(kr *kickv1alpha1.KickRequest, stdout, stderr io.Writer) int {
 }
 
 // timedOut reports the timeout of --wait. untouched is set when the request
-// was reopened and KICK has not acted on it since.
-func timedOut(kr *kickv1alpha1.KickRequest, untouched bool, timeout time.Duration, stderr io.Writer) int {
+// was reopened and KICK has not acted on it since. It adds the assessment
+// explain gives right now, so the reader learns why the restart has not
+// happened (a window, a GitOps gate, a rollout that does not finish).
+func (s *session) timedOut(kr *kickv1alpha1.KickRequest, untouched bool, timeout time.Duration, stderr io.Writer) int {
 	if untouched && kr.Status.Phase.IsTerminal() {
 		fmt.Fprintf(stderr, "kubectl kick: gave up after %s waiting for KICK to act on the reopened kickrequest/%s; it still shows its old outcome: %s (is the manager running?)\n",
 			timeout, kr.Name, statusLine(kr))
-		return exitTimeout
+	} else {
+		fmt.Fprintf(stderr, "kubectl kick: gave up after %s waiting for kickrequest/%s; it is still open: %s\n", timeout, kr.Name, statusLine(kr))
 	}
-	fmt.Fprintf(stderr, "kubectl kick: gave up after %s waiting for kickrequest/%s; it is still open: %s\n", timeout, kr.Name, statusLine(kr))
+	if summary := s.assessNow(kr.Spec.TargetRef.Kind, kr.Spec.TargetRef.Name); summary != "" {
+		fmt.Fprintf(stderr, "kubectl kick: explain %s/%s: %s\n", strings.ToLower(string(kr.Spec.TargetRef.Kind)), kr.Spec.TargetRef.Name, summary)
+	}
 	return exitTimeout
+}
+
+// assessNow is the one-line assessment of a workload, read with a short
+// deadline of its own (the wait's has passed); "" when it cannot be made.
+func (s *session) assessNow(kind kickv1alpha1.TargetKind, name string) string {
+	if s == nil || s.client == nil || kind == kickv1alpha1.TargetRollout {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	f, err := s.gather(ctx, kind, name, time.Now())
+	if err != nil {
+		return ""
+	}
+	return analyze(f).Summary
 }
 
 // apiError explains an API error; for Forbidden it names the permission

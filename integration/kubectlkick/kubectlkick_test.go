@@ -151,6 +151,10 @@ func TestRestartAndList(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "gave up after 2s") {
 		t.Fatalf("restart under a suspended policy = %d, want 2 after the timeout", code)
 	}
+	// The timeout says why, from the same assessment the manager makes.
+	if !strings.Contains(errOut, "explain deployment/web: waiting for Suspended") {
+		t.Fatalf("the timeout does not explain the wait:\n%s", errOut)
+	}
 
 	// Bad usage.
 	if code, _, errOut := f.kick("restart", "cronjob/web"); code != 2 || !strings.Contains(errOut, `unknown kind "cronjob"`) {

@@ -3,8 +3,10 @@ package execute
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kick-operator/kick/restart/discovery"
@@ -23,18 +25,47 @@ func Stamp(now, latestChange time.Time) time.Time {
 }
 
 // Restart stamps the workload's pod template with the restartedAt
-// annotation (a merge patch of that one key), which makes the workload
-// controller roll out new Pods. It is the only write KICK makes to a
-// workload; writing the same stamp twice is a no-op.
+// annotation, which makes the workload controller roll out new Pods. It is
+// the only write KICK makes to a workload.
+//
+// The write is conditional on what obj (usually the cached copy) shows, so a
+// decision taken on a stale copy cannot restart twice: when obj carries a
+// stamp, a JSON patch first tests that the stored stamp is still that one;
+// when it carries none, the merge patch names obj's resourceVersion. A
+// manager whose cache lags (a new leader, say) gets a conflict and decides
+// again once its cache shows the other restart, instead of restarting on
+// top of it. Writing the stamp the workload already carries changes
+// nothing.
 func Restart(ctx context.Context, c client.Writer, obj client.Object, stamp string) error {
-	patch := map[string]any{"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{
-		"annotations": map[string]string{freshness.RestartedAtAnnotation: stamp},
-	}}}}
+	if old := CurrentStamp(obj); old != "" {
+		if old == stamp {
+			return nil
+		}
+		path := "/spec/template/metadata/annotations/" + strings.ReplaceAll(strings.ReplaceAll(freshness.RestartedAtAnnotation, "~", "~0"), "/", "~1")
+		data, err := json.Marshal([]map[string]string{
+			{"op": "test", "path": path, "value": old},
+			{"op": "replace", "path": path, "value": stamp},
+		})
+		if err != nil {
+			return err
+		}
+		return c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, data))
+	}
+	meta := map[string]any{}
+	if rv := obj.GetResourceVersion(); rv != "" {
+		meta["resourceVersion"] = rv
+	}
+	patch := map[string]any{
+		"metadata": meta,
+		"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{
+			"annotations": map[string]string{freshness.RestartedAtAnnotation: stamp},
+		}}},
+	}
 	data, err := json.Marshal(patch)
 	if err != nil {
 		return err
 	}
-	return c.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", data))
+	return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, data))
 }
 
 // CurrentStamp returns the restartedAt annotation of the workload's pod

@@ -1,8 +1,16 @@
 package execute
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
 func TestStampIsNeverOlderThanTheChange(t *testing.T) {
@@ -23,5 +31,47 @@ func TestStampIsNeverOlderThanTheChange(t *testing.T) {
 	now := time.Now()
 	if got := Stamp(now, time.Time{}); !got.Equal(now) {
 		t.Errorf("no known change: Stamp = %s, want now", got)
+	}
+}
+
+// TestRestartIsConditionalOnTheStampItSaw: a restart decided on a copy
+// that does not show a restart made meanwhile (a lagging cache after a
+// leader change) is refused by the API server instead of restarting twice.
+func TestRestartIsConditionalOnTheStampItSaw(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(dep).Build()
+	ctx := context.Background()
+	get := func() *appsv1.Deployment {
+		var d appsv1.Deployment
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "web"}, &d); err != nil {
+			t.Fatal(err)
+		}
+		return &d
+	}
+
+	stale := get() // no stamp yet
+	if err := Restart(ctx, c, get(), "2026-01-01T00:00:01.000000000Z"); err != nil {
+		t.Fatalf("first restart: %v", err)
+	}
+	if err := Restart(ctx, c, stale, "2026-01-01T00:00:02.000000000Z"); err == nil {
+		t.Fatal("a restart decided on a copy from before the first one was accepted")
+	}
+	seen := get() // carries the first stamp
+	if err := Restart(ctx, c, get(), "2026-01-01T00:00:03.000000000Z"); err != nil {
+		t.Fatalf("second restart: %v", err)
+	}
+	if err := Restart(ctx, c, seen, "2026-01-01T00:00:04.000000000Z"); err == nil {
+		t.Fatal("a restart decided on a copy showing an older stamp was accepted")
+	}
+	if got := CurrentStamp(get()); got != "2026-01-01T00:00:03.000000000Z" {
+		t.Fatalf("stamp = %s, want the second restart's", got)
+	}
+	// Writing the stamp the workload carries is a no-op, even from an old copy.
+	if err := Restart(ctx, c, get(), "2026-01-01T00:00:03.000000000Z"); err != nil {
+		t.Fatalf("same stamp again: %v", err)
 	}
 }

@@ -272,10 +272,14 @@ func (s *step) track() (ctrl.Result, bool) {
 	mine, _ := freshness.ParseStamp(marker.RestartedAt)
 	current, ok := s.handle.Current()
 	if !ok || current.Before(mine) || s.handle.Object.GetGeneration() < marker.WorkloadGeneration {
-		// Our patch is not visible yet (cache lag) or was never applied (a
-		// crash after the status write): apply the same stamp again, which
-		// changes nothing if it is already there.
-		s.restartStamp = marker.RestartedAt
+		// Our patch is not visible in the cache yet. If this process wrote
+		// it, wait for the cache; otherwise it may never have been applied
+		// (a crash after the status write): apply the same stamp again. The
+		// write is conditional on the cached stamp, so a copy that merely
+		// lags is refused rather than restarting twice.
+		if pending := s.r.mem.pendingStamp(memoryKey(s.kr), current); pending.IsZero() || pending.Before(mine) {
+			s.restartStamp = marker.RestartedAt
+		}
 		return ctrl.Result{RequeueAfter: time.Second}, true
 	}
 	rollout := s.a.Rollout

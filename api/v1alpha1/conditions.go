@@ -41,6 +41,12 @@ const (
 	// (ReasonAlreadyCarried, ReasonNoNewerChange, or a selection or target
 	// problem).
 	ConditionReopened = "Reopened"
+
+	// ConditionChangeTimeBounded is True when the request's change
+	// annotation named a time after the manager's clock (beyond a few
+	// seconds of skew): KICK counted the change as made when it saw it and
+	// rewrote the annotation, and the message names the value it refused.
+	ConditionChangeTimeBounded = "ChangeTimeBounded"
 )
 
 // Condition reasons shared by the controllers. Gate decisions use the

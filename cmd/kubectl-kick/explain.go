@@ -240,6 +240,9 @@ func (s *session) requestsFor(ctx context.Context, kind kickv1alpha1.TargetKind,
 		}
 		return nil, readError("list", requestsResource, s.namespace, err)
 	}
+	if kr.Spec.TargetRef.Kind != kind || kr.Spec.TargetRef.Name != name {
+		return nil, nil // the name is taken by a request for another target
+	}
 	return []kickv1alpha1.KickRequest{kr}, nil
 }
 

@@ -123,6 +123,22 @@ func (s *session) restart(ctx context.Context, o *restartOptions, stdout, stderr
 	kr := &kickv1alpha1.KickRequest{}
 	var mark since
 	err := s.client.Get(ctx, key, kr)
+	if err == nil && (kr.Spec.TargetRef.Kind != o.kind || kr.Spec.TargetRef.Name != o.name) {
+		// The usual name is taken by a request for another workload: a name
+		// never proves a target. Create a request of our own next to it.
+		fresh := newRequest(key, o)
+		fresh.Name, fresh.GenerateName = "", key.Name+"-"
+		if err := s.client.Create(ctx, fresh); err != nil {
+			return report(stderr, apiError("create", key.Namespace, err))
+		}
+		fmt.Fprintf(stdout, "kickrequest/%s created for %s in namespace %s (kickrequest/%s targets %s/%s)\n",
+			fresh.Name, target, key.Namespace, key.Name, strings.ToLower(string(kr.Spec.TargetRef.Kind)), kr.Spec.TargetRef.Name)
+		kr = fresh
+		if !o.wait {
+			return exitOK
+		}
+		return s.follow(ctx, kr, mark, o.timeout, stdout, stderr)
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 		kr = newRequest(key, o)

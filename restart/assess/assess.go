@@ -25,6 +25,10 @@ type Assessment struct {
 	Verdict Verdict
 	// VerdictMessage explains the verdict in one line.
 	VerdictMessage string
+	// Bounded is set when the request's change annotation lay after the
+	// manager's clock (beyond freshness.MaxClockSkew) and was counted as
+	// Facts.Now instead; it holds the value that was not believed.
+	Bounded string
 	// Carried is set when the pods that run, or are starting, provably
 	// carry Λ: the rollout is fresh, or it is still in progress but every
 	// pod of its template was created after Λ.
@@ -120,7 +124,12 @@ func Assess(f Facts) Assessment {
 			a.LatestFrom = d.Kind + "/" + d.Name
 		}
 	}
-	if c := AnnotatedChange(f.Request); Adds(c, a.Latest) {
+	c := AnnotatedChange(f.Request)
+	if latest, bounded := freshness.NotAfter(c.Latest, f.Now); bounded {
+		a.Bounded = f.Request.Annotations[kickv1alpha1.ChangeAnnotation]
+		c = freshness.At(latest)
+	}
+	if Adds(c, a.Latest) {
 		a.Latest = a.Latest.Max(c)
 		a.LatestFrom = "kickrequest/" + f.Request.Name + " (" + kickv1alpha1.ChangeAnnotation + ")"
 	}

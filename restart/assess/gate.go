@@ -160,6 +160,11 @@ func minIntervalStage(p *kickv1alpha1.KickPolicy, t Target, now time.Time) Stage
 	if t.RestartedAt.IsZero() {
 		return open(StageMinInterval, fmt.Sprintf("no restart recorded on the pod template; restart.minInterval is %s", interval))
 	}
+	if _, future := freshness.NotAfter(t.RestartedAt, now); future {
+		// Not KICK's stamp, or a clock gone wrong: counting from it would
+		// hold every restart back until that date.
+		return open(StageMinInterval, fmt.Sprintf("the restart stamp %s lies in the future of the manager's clock and is not counted", freshness.FormatStamp(t.RestartedAt)))
+	}
 	next := t.RestartedAt.Add(interval)
 	if now.Before(next) {
 		return StageResult{Stage: StageMinInterval, Reason: kickv1alpha1.GateMinIntervalNotElapsed, Next: next,

@@ -55,6 +55,23 @@ func Decide(latestChange Change, r Rollout) Verdict {
 	}
 }
 
+// MaxClockSkew is how far a time KICK did not measure itself (a change
+// annotation written by a client, a managedFields time, a restart stamp
+// someone else wrote) may lie after the manager's own clock and still be
+// believed. A later time is a clock gone wrong or a lie: believing it would
+// date a change, or a restart, into the future and make every later change
+// look older than it. Such times are counted as the manager's "now".
+const MaxClockSkew = 5 * time.Second
+
+// NotAfter bounds t, a time from outside the manager, by now plus
+// MaxClockSkew: a later t is replaced by now. It reports whether it did.
+func NotAfter(t, now time.Time) (time.Time, bool) {
+	if t.After(now.Add(MaxClockSkew)) {
+		return now, true
+	}
+	return t, false
+}
+
 // Change is when the newest relevant change came to be, as an interval:
 // a change KICK saw happen is exact (Earliest == Latest); one dated from the
 // API server's whole-second timestamps (a first observation) lies somewhere

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/restart/freshness"
 )
 
 // Class is the outcome of comparing an observed source with its record (operator model §4).
@@ -84,6 +85,9 @@ func (c Class) Published() bool { return c == Baseline || c == Relevant }
 // the write, so this only matters when the manager's clock runs behind the API server's, and then
 // it keeps the change from being dated before a rollout that it actually follows.
 func Next(prev *kickv1alpha1.SourceObservationSpec, class Class, o Observed, now time.Time) kickv1alpha1.SourceObservationSpec {
+	// Whoever can write the source controls its managedFields times: a time
+	// after the manager's clock is not believed (freshness.MaxClockSkew).
+	o.LastWrite, _ = freshness.NotAfter(o.LastWrite, now)
 	var spec kickv1alpha1.SourceObservationSpec
 	if prev != nil && class != Baseline {
 		spec = *prev.DeepCopy()

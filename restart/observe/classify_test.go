@@ -106,6 +106,17 @@ func TestNext(t *testing.T) {
 		t.Errorf("Relevant θ = %v, want now %v when the receipt lies in the future", got.LastRelevantChangeTime, now)
 	}
 
+	// A managedFields time in the future (whoever writes the Secret sets it)
+	// is not believed: it would date the change after every later restart.
+	lying := obs
+	lying.LastWrite = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+	if got := Next(&prev, Relevant, lying, now); !got.LastRelevantChangeTime.Equal(now) {
+		t.Errorf("Relevant θ = %v, want now %v for a future managedFields time", got.LastRelevantChangeTime, now)
+	}
+	if got := Next(nil, Baseline, lying, now); !got.LastRelevantChangeTime.Equal(now) {
+		t.Errorf("Baseline θ = %v, want now %v for a future managedFields time", got.LastRelevantChangeTime, now)
+	}
+
 	rekeyed := obs
 	rekeyed.KeyID = "k2"
 	reb := Next(&prev, Rebaseline, rekeyed, now)

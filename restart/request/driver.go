@@ -202,16 +202,28 @@ func (d *Driver) create(ctx context.Context, kind kickv1alpha1.TargetKind, obj c
 		kr.Annotations = map[string]string{kickv1alpha1.ChangeAnnotation: assess.FormatChange(changed)}
 	}
 	err := d.Client.Create(ctx, kr)
-	if apierrors.IsAlreadyExists(err) {
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	existing := &kickv1alpha1.KickRequest{}
+	if err := d.Client.Get(ctx, client.ObjectKeyFromObject(kr), existing); err != nil {
+		return err
+	}
+	if sameTarget(existing, kr) {
 		// Created meanwhile (cache lag or a concurrent worker): hand the
 		// change over through the annotation instead.
-		existing := &kickv1alpha1.KickRequest{}
-		if err := d.Client.Get(ctx, client.ObjectKeyFromObject(kr), existing); err != nil {
-			return err
-		}
 		return d.annotate(ctx, existing, changed)
 	}
-	return err
+	// The name is taken by a request for another target: a name never
+	// proves what a request targets, so leave that one alone and use a
+	// name of our own.
+	kr.Name, kr.GenerateName = "", kickv1alpha1.RequestName(kind, obj.GetName())+"-"
+	return d.Client.Create(ctx, kr)
+}
+
+// sameTarget reports whether two requests target the same workload.
+func sameTarget(a, b *kickv1alpha1.KickRequest) bool {
+	return a.Spec.TargetRef.Kind == b.Spec.TargetRef.Kind && a.Spec.TargetRef.Name == b.Spec.TargetRef.Name
 }
 
 // annotate records a change the request must answer; for a finished

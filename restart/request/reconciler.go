@@ -7,7 +7,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -85,7 +84,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.Metrics.error("kickrequest", "RestartPatch")
 			return ctrl.Result{}, fmt.Errorf("restart %s%s: %w", s.targetRef(), s.through(), err)
 		}
-		if m := kr.Status.CurrentRollout; m != nil {
+		if m := kr.Status.CurrentRollout; m != nil && s.handle.Object.GetGeneration() > m.WorkloadGeneration {
 			m.WorkloadGeneration = s.handle.Object.GetGeneration()
 		}
 		if stamp, ok := freshness.ParseStamp(s.restartStamp); ok {
@@ -149,6 +148,9 @@ func (s *step) run(ctx context.Context) (ctrl.Result, error) {
 		return s.fail(reason, msg), nil
 	}
 	if err := s.assess(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := s.boundChange(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
 	if finished {
@@ -224,42 +226,6 @@ func (s *step) assess(ctx context.Context) error {
 		f.GitOps = &d
 	}
 	s.a = assess.Assess(f)
-	return nil
-}
-
-// answerChange records, once per value of the change annotation, whether
-// that change reopened the finished request, so whoever wrote it (kubectl
-// kick restart --wait) gets an answer even when nothing is restarted.
-func (s *step) answerChange(v assess.ReopenVerdict) {
-	value := s.kr.Annotations[kickv1alpha1.ChangeAnnotation]
-	if value == "" || value == s.kr.Status.ObservedChange {
-		return
-	}
-	s.kr.Status.ObservedChange = value
-	s.condition(kickv1alpha1.ConditionReopened, v.Reopen, v.Reason, v.Message)
-	if !v.Reopen {
-		s.notice = &eventSpec{reason: "NotReopened", message: fmt.Sprintf("%s was not restarted again: %s", s.targetRef(), v.Message)}
-	}
-}
-
-func isManualUndated(kr *kickv1alpha1.KickRequest) bool {
-	return assess.IsManual(kr) && assess.AnnotatedChange(kr).IsZero()
-}
-
-// recordManualRequest dates, once, the change a request from a person or
-// CI stands for: the moment KICK first saw it (after it was created, on
-// KICK's own clock), kept in the change annotation so it survives restarts.
-// The target then restarts unless a rollout started after that moment.
-func (s *step) recordManualRequest(ctx context.Context) error {
-	if !isManualUndated(s.kr) {
-		return nil
-	}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, kickv1alpha1.ChangeAnnotation, assess.FormatChange(freshness.At(s.now)))
-	updated := s.kr.DeepCopy()
-	if err := s.r.Client.Patch(ctx, updated, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-		return fmt.Errorf("record when the request was seen: %w", err)
-	}
-	s.kr.Annotations = updated.Annotations
 	return nil
 }
 

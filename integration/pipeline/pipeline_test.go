@@ -402,7 +402,8 @@ func TestPausedAndScaledToZeroDeployments(t *testing.T) {
 // TestSecretsStaySecret: no Secret value or key name reaches the manager's
 // log, events, request or observation status, or metrics.
 func TestSecretsStaySecret(t *testing.T) {
-	f := fixture.Setup(t)
+	// The highest verbosity: client-go logs response bodies from level 8 on.
+	f := fixture.Setup(t, "--zap-log-level=10")
 	const key, value, newValue = "KICK_SENTINEL_KEY_7f3a", "sentinel-value-9c2e41", "sentinel-value-b81d07"
 	f.Policy("all", selectAll)
 	f.Secret("db", map[string]string{key: value}, nil)

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
+
+	"github.com/go-logr/logr"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -61,8 +64,41 @@ type SourceReconciler struct {
 	// workload.Builtin().
 	Kinds *workload.Registry
 
-	triggers map[string]chan event.GenericEvent // per source kind; set by SetupWithManager
-	metrics  *metrics
+	// MaxFullReads bounds how many sources are read in full (and held in memory while they are
+	// fingerprinted) at once, whatever the number of workers: a tenant's 1 MiB Secrets must not
+	// multiply by the worker count. 0 means DefaultMaxFullReads.
+	MaxFullReads int
+
+	triggers  map[string]chan event.GenericEvent // per source kind; set by SetupWithManager
+	metrics   *metrics
+	fullReads limiter
+}
+
+// DefaultMaxFullReads is the default of SourceReconciler.MaxFullReads: with the API server's
+// 1.5 MiB object limit, at most about 6 MiB of source content is in memory at once.
+const DefaultMaxFullReads = 4
+
+// limiter is a counting semaphore, sized on first use.
+type limiter struct {
+	once  sync.Once
+	slots chan struct{}
+}
+
+// acquire takes a slot (n slots in all, DefaultMaxFullReads when n <= 0), waiting until one is
+// free or ctx ends; release gives it back.
+func (l *limiter) acquire(ctx context.Context, n int) (release func(), err error) {
+	l.once.Do(func() {
+		if n <= 0 {
+			n = DefaultMaxFullReads
+		}
+		l.slots = make(chan struct{}, n)
+	})
+	select {
+	case l.slots <- struct{}{}:
+		return func() { <-l.slots }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // sourceKind describes one observed kind.
@@ -196,12 +232,19 @@ func (r *SourceReconciler) observed(ctx context.Context, kind sourceKind, src cl
 	if r.Live == nil {
 		return Observed{}, "", errNotSetUp
 	}
+	release, err := r.fullReads.acquire(ctx, r.MaxFullReads)
+	if err != nil {
+		return Observed{}, "", err
+	}
+	defer release()
 	live := kind.newObject()
 	var opts []client.GetOption
 	if o.ResourceVersion != "" {
 		opts = append(opts, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: o.ResourceVersion}})
 	}
-	if err := r.Live.Get(ctx, client.ObjectKeyFromObject(src), live, opts...); err != nil {
+	// The read goes out with a logger that discards everything: client-go logs response bodies
+	// through the context's logger at high verbosity, and this body is a Secret's data.
+	if err := r.Live.Get(logr.NewContext(ctx, logr.Discard()), client.ObjectKeyFromObject(src), live, opts...); err != nil {
 		if apierrors.IsNotFound(err) {
 			return Observed{}, "NotFound", nil
 		}

@@ -3,6 +3,7 @@ package observe
 import (
 	"context"
 	"errors"
+	"github.com/go-logr/logr"
 	"sync"
 	"testing"
 	"time"
@@ -78,10 +79,15 @@ func (c cachedClient) Get(ctx context.Context, key client.ObjectKey, obj client.
 // liveReader counts the reads past the cache and the resourceVersion each asked for.
 type liveReader struct {
 	client.Reader
-	rvs []string
+	rvs  []string
+	loud []string // reads made with a logger that could print the body
 }
 
 func (l *liveReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if logger, err := logr.FromContext(ctx); err != nil || logger.GetSink() != nil {
+		// client-go logs response bodies through this logger at high verbosity.
+		l.loud = append(l.loud, key.String())
+	}
 	o := (&client.GetOptions{}).ApplyOptions(opts)
 	l.rvs = append(l.rvs, o.AsGetOptions().ResourceVersion)
 	return l.Reader.Get(ctx, key, obj, opts...)
@@ -292,6 +298,10 @@ func TestReconcileLifecycle(t *testing.T) {
 	f.pub.take()
 	f.seen = time.Time{}
 
+	if len(f.live.loud) != 0 {
+		t.Errorf("sources read in full with a logger that could print them: %v", f.live.loud)
+	}
+
 	// Nobody consumes "lonely": no record at all.
 	if out := f.reconcile("Secret", "lonely"); out.skipped != "Unconsumed" || f.record("Secret", "lonely") != nil {
 		t.Errorf("unconsumed source: %+v", out)
@@ -488,5 +498,50 @@ func TestOnlyFollowedSourcesReachTheQueue(t *testing.T) {
 	}
 	if !f.r.followed(discovery.KindSecret, meta("db")) {
 		t.Error("a recorded Secret without consumers was not followed")
+	}
+}
+
+// TestFullReadsAreBounded: however many workers reconcile, at most n
+// sources are read in full at once.
+func TestFullReadsAreBounded(t *testing.T) {
+	var l limiter
+	const n, workers = 3, 12
+	var mu sync.Mutex
+	inside, most := 0, 0
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			release, err := l.acquire(context.Background(), n)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			inside++
+			most = max(most, inside)
+			mu.Unlock()
+			time.Sleep(5 * time.Millisecond) // hold the slot while others try
+			mu.Lock()
+			inside--
+			mu.Unlock()
+			release()
+		}()
+	}
+	wg.Wait()
+	if most > n || most == 0 {
+		t.Fatalf("%d full reads at once, want at most %d", most, n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var full limiter
+	for range 2 {
+		if _, err := full.acquire(ctx, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel()
+	if _, err := full.acquire(ctx, 2); err == nil {
+		t.Fatal("acquire on a full limiter returned without a slot after ctx ended")
 	}
 }

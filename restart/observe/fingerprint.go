@@ -10,11 +10,17 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // fingerprintVersion is mixed into every fingerprint so that a future change of the encoding
 // can never produce the same value for different content.
-const fingerprintVersion = "kick.corewire.io/fingerprint/v1"
+//
+// v2 binds each fingerprint to its object (namespace, name and uid): equal content in two
+// namespaces, or in an object deleted and created again, gives different fingerprints, so a
+// record reveals nothing about whether two Secrets hold the same value. The version is part of
+// the key id too, so records written by v1 are rebaselined (not treated as changed) on upgrade.
+const fingerprintVersion = "kick.corewire.io/fingerprint/v2"
 
 // Fingerprinter computes keyed content fingerprints (HMAC-SHA256 with the installation's key).
 // Keying means a stored fingerprint of a low-entropy value (a short password, a boolean flag)
@@ -27,7 +33,7 @@ type Fingerprinter struct {
 // NewFingerprinter returns a Fingerprinter for key. The key is copied.
 func NewFingerprinter(key []byte) *Fingerprinter {
 	k := slices.Clone(key)
-	sum := sha256.Sum256(append([]byte("kick-key-id"), k...))
+	sum := sha256.Sum256(append([]byte("kick-key-id/"+fingerprintVersion+"/"), k...))
 	return &Fingerprinter{key: k, keyID: hex.EncodeToString(sum[:])[:16]}
 }
 
@@ -39,7 +45,7 @@ func (f *Fingerprinter) KeyID() string { return f.keyID }
 // of data (with stringData merged over it, as the API server does on write). Metadata is
 // ignored. The result is 64 lowercase hex digits.
 func (f *Fingerprinter) Secret(s *corev1.Secret) string {
-	w := f.start("Secret")
+	w := f.start("Secret", &s.ObjectMeta)
 	typ := s.Type
 	if typ == "" {
 		typ = corev1.SecretTypeOpaque // what the API server defaults it to
@@ -64,17 +70,22 @@ func (f *Fingerprinter) Secret(s *corev1.Secret) string {
 // ConfigMap returns the fingerprint of a ConfigMap's content: its immutability and every entry
 // of data and binaryData. Metadata is ignored. The result is 64 lowercase hex digits.
 func (f *Fingerprinter) ConfigMap(c *corev1.ConfigMap) string {
-	w := f.start("ConfigMap")
+	w := f.start("ConfigMap", &c.ObjectMeta)
 	w.flag(c.Immutable)
 	entries(w, "data", c.Data)
 	entries(w, "binaryData", c.BinaryData)
 	return w.sum()
 }
 
-func (f *Fingerprinter) start(kind string) *fpWriter {
+func (f *Fingerprinter) start(kind string, object *metav1.ObjectMeta) *fpWriter {
 	w := &fpWriter{h: hmac.New(sha256.New, f.key)}
 	w.str(fingerprintVersion)
 	w.str(kind)
+	if object != nil {
+		w.str(object.Namespace)
+		w.str(object.Name)
+		w.str(string(object.UID))
+	}
 	return w
 }
 
@@ -147,7 +158,7 @@ func (f *Fingerprinter) Mounted(objects []MountedObject) string {
 		}
 		return strings.Compare(a.Version, b.Version)
 	})
-	w := f.start("SecretProviderClass")
+	w := f.start("SecretProviderClass", nil)
 	w.length(len(sorted))
 	for _, o := range sorted {
 		w.str(o.ID)

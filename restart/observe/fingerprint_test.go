@@ -40,10 +40,23 @@ func TestSecretFingerprint(t *testing.T) {
 	meta := base.DeepCopy()
 	meta.Labels = map[string]string{"a": "b"}
 	meta.Annotations = map[string]string{"c": "d"}
-	meta.ResourceVersion, meta.UID, meta.Name, meta.Generation = "99", "u2", "other", 4
+	meta.ResourceVersion, meta.Generation = "99", 4
 	meta.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
 	if got := f.Secret(meta); got != fp {
 		t.Errorf("metadata changed the fingerprint")
+	}
+	// The fingerprint is bound to the object: equal content elsewhere (another namespace or
+	// name, or the same name created again) must not be recognisable as equal.
+	for what, change := range map[string]func(*corev1.Secret){
+		"namespace": func(s *corev1.Secret) { s.Namespace = "elsewhere" },
+		"name":      func(s *corev1.Secret) { s.Name = "other" },
+		"uid":       func(s *corev1.Secret) { s.UID = "u2" },
+	} {
+		moved := base.DeepCopy()
+		change(moved)
+		if got := f.Secret(moved); got == fp {
+			t.Errorf("the same content under another %s has the same fingerprint", what)
+		}
 	}
 
 	emptyType := base.DeepCopy()

@@ -57,6 +57,15 @@ func (m *memory) forget(key types.NamespacedName) {
 	m.mu.Unlock()
 }
 
+// forgetStamp drops what is remembered of a workload that no longer exists,
+// so the memory does not grow with workloads deleted before the cache
+// caught up with their last restart.
+func (m *memory) forgetStamp(target string) {
+	m.mu.Lock()
+	delete(m.stamps, target)
+	m.mu.Unlock()
+}
+
 // wroteStamp records a restart stamp written to a workload.
 func (m *memory) wroteStamp(target string, stamp time.Time) {
 	m.mu.Lock()

@@ -2,6 +2,7 @@ package request
 
 import (
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 
@@ -36,5 +37,18 @@ func TestProgressKeepsQuietThroughOrdinaryReasons(t *testing.T) {
 	s.progress(freshness.Paused, "deployment is paused")
 	if c := meta.FindStatusCondition(s.kr.Status.Conditions, kickv1alpha1.ConditionRolloutComplete); c.Reason != freshness.Paused {
 		t.Fatalf("a reason to act on was not recorded: %s", c.Reason)
+	}
+}
+
+func TestStampMemoryForgetsDeletedWorkloads(t *testing.T) {
+	m := newMemory()
+	stamp := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	m.wroteStamp("shop/Deployment/web", stamp)
+	if got := m.pendingStamp("shop/Deployment/web", time.Time{}); !got.Equal(stamp) {
+		t.Fatalf("pending stamp %v, want %v", got, stamp)
+	}
+	m.forgetStamp("shop/Deployment/web")
+	if len(m.stamps) != 0 {
+		t.Fatalf("the memory still holds %v after the workload was deleted", m.stamps)
 	}
 }

@@ -200,6 +200,7 @@ func (s *step) readTarget(ctx context.Context) (reason, message string, err erro
 	}
 	if err := s.r.Client.Get(ctx, client.ObjectKey{Namespace: s.kr.Namespace, Name: s.kr.Spec.TargetRef.Name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {
+			s.r.mem.forgetStamp(memoryKey(s.kr))
 			return kickv1alpha1.ReasonTargetNotFound, fmt.Sprintf("%s does not exist; create it, or delete this KickRequest", s.targetRef()), nil
 		}
 		return "", "", err

@@ -16,12 +16,6 @@ limitations under the License.
 
 package v1alpha1
 
-import (
-	"crypto/sha256"
-	"encoding/hex"
-	"strings"
-)
-
 // Names on KickRequests that the manager, kubectl kick and CI share. They
 // are part of the API: changing one breaks every client that writes it.
 const (
@@ -47,14 +41,8 @@ const (
 )
 
 // RequestName is the name the manager and kubectl kick give the request of
-// a workload: "<kind>-<name>" in lower case, shortened with a hash suffix
-// when too long for a name. A name never proves what a request targets:
-// read its spec.targetRef.
-func RequestName(kind TargetKind, name string) string {
-	n := strings.ToLower(string(kind)) + "-" + name
-	if len(n) <= 253 {
-		return n
-	}
-	sum := sha256.Sum256([]byte(n))
-	return n[:236] + "-" + hex.EncodeToString(sum[:8])
-}
+// a workload: "<kind>-<name>" with the kind in lower case (for example
+// "deployment-web"), made valid the way ObservationName makes its names
+// valid. A name never proves what a request targets: read its
+// spec.targetRef.
+func RequestName(kind TargetKind, name string) string { return ObservationName(string(kind), name) }

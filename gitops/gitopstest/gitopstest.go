@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/gitops"
@@ -37,8 +36,12 @@ func WithRollouts() gitops.Workloads {
 
 // AddRolloutToScheme registers the Rollout stand-in under
 // argoproj.io/v1alpha1.
-var AddRolloutToScheme = (&scheme.Builder{GroupVersion: schema.GroupVersion{Group: "argoproj.io", Version: "v1alpha1"}}).
-	Register(&Rollout{}, &RolloutList{}).AddToScheme
+func AddRolloutToScheme(s *runtime.Scheme) error {
+	gv := schema.GroupVersion{Group: "argoproj.io", Version: "v1alpha1"}
+	s.AddKnownTypes(gv, &Rollout{}, &RolloutList{})
+	metav1.AddToGroupVersion(s, gv)
+	return nil
+}
 
 // Rollout stands in for an Argo Rollout: metadata only, which is all the
 // providers read of a workload.

@@ -4,8 +4,9 @@
 // seconds, never older than the change) without touching its pod template,
 // the request completes only when the Rollout status says the restart is
 // done, and a Deployment run by a Rollout through workloadRef is the target
-// but is restarted through that Rollout. No Argo Rollouts controller runs
-// here: the tests write the Rollout status as it would.
+// but is restarted through that Rollout, once, even when it is scaled while
+// that restart is in flight. No Argo Rollouts controller runs here: the
+// tests write the Rollout status as it would.
 package rollouts
 
 import (
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -287,18 +289,27 @@ func TestManualRequestForARollout(t *testing.T) {
 	}
 }
 
-func TestWorkloadRefRestartsTheReferencedDeploymentThroughItsRollout(t *testing.T) {
+// workloadRefFixture starts a manager with the Rollouts integration and
+// creates Secret db, consumed by Deployment web, which Rollout web-rollout
+// runs through workloadRef: the Deployment holds the template (and so the
+// dependency), the Rollout runs its pods, and the Deployment is scaled to
+// zero.
+func workloadRefFixture(t *testing.T) *fixture.F {
+	t.Helper()
 	f := fixture.Setup(t, "--enable-argo-rollouts")
 	f.Policy("all", selectAll)
 	f.Secret("db", map[string]string{"password": "alpha"}, nil)
-	// The Deployment holds the template (and so the dependency); the
-	// Rollout runs its pods, and the Deployment is scaled to zero.
 	f.Deployment("web", 0, fixture.PodSpec("db"))
 	f.WaitAvailable("web")
 	createRollout(f, "web-rollout", 2, map[string]any{
 		"workloadRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "scaleDown": "onsuccess"},
 	})
 	f.WaitObservation("db")
+	return f
+}
+
+func TestWorkloadRefRestartsTheReferencedDeploymentThroughItsRollout(t *testing.T) {
+	f := workloadRefFixture(t)
 	if len(f.Requests()) != 0 {
 		t.Fatalf("adoption created a KickRequest: %+v", f.Requests())
 	}
@@ -398,4 +409,111 @@ func argoObject(kind, namespace, name string, spec, status map[string]any) *unst
 		u.Object["status"] = status
 	}
 	return u
+}
+
+// scaleDeployment sets a Deployment's spec.replicas, as `kubectl scale`, a
+// GitOps sync or the Rollouts controller (workloadRef.scaleDown) would,
+// checks that this bumped its generation, and waits until it is available.
+func scaleDeployment(f *fixture.F, name string, replicas int32) {
+	f.T.Helper()
+	var d appsv1.Deployment
+	if err := f.Env.Client.Get(f.Ctx, client.ObjectKey{Namespace: f.NS, Name: name}, &d); err != nil {
+		f.T.Fatal(err)
+	}
+	before := d.Generation
+	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
+	if err := f.Env.Client.Patch(f.Ctx, &d, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		f.T.Fatalf("scale Deployment %s to %d: %v", name, replicas, err)
+	}
+	if d.Generation <= before {
+		f.T.Fatalf("scaling Deployment %s to %d left its generation at %d", name, replicas, d.Generation)
+	}
+	f.WaitAvailable(name)
+}
+
+// TestWorkloadRefDeploymentScaledDuringARestartIsRestartedOnce: a Deployment
+// run by a Rollout through workloadRef is restarted through that Rollout.
+// While the restart is in flight the Deployment is scaled up (a GitOps sync
+// of its manifest's replicas, a person) and back to zero (the Rollouts
+// controller's workloadRef.scaleDown), each bumping its generation; the
+// request keeps following the Rollout it restarted and finishes once the
+// Rollout reports the restart done, with one restart: neither the
+// Deployment's pod template nor the Rollout is stamped again. The second
+// case restarts the manager while the Deployment runs pods of its own, so
+// nothing this process remembers can stand in for what the request says.
+func TestWorkloadRefDeploymentScaledDuringARestartIsRestartedOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		restartManager bool
+	}{{"one manager", false}, {"manager restarted while scaled up", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := workloadRefFixture(t)
+			stampBefore, rssBefore := f.RestartStamp("web"), f.ReplicaSets("web")
+
+			f.SetSecret("db", map[string]string{"password": "bravo"})
+			restartAt := waitRestartAt(f, "web-rollout", time.Time{})
+			observe(f, "web-rollout")
+			waitCondition(f, "deployment-web", kickv1alpha1.ConditionRolloutComplete, metav1.ConditionFalse, rollout.RestartPending)
+
+			// inFlight checks that the request still follows its one
+			// restart and that nothing was stamped again.
+			inFlight := func(when string) {
+				t.Helper()
+				kr, err := f.Request("deployment-web")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if kr.Status.Phase != kickv1alpha1.PhaseExecuting || kr.Status.RestartCount != 1 {
+					t.Fatalf("%s: phase %s, restartCount %d; want Executing with one restart", when, kr.Status.Phase, kr.Status.RestartCount)
+				}
+				if m := kr.Status.CurrentRollout; m == nil || m.RestartedAt != restartAt.Format(time.RFC3339) {
+					t.Fatalf("%s: rollout marker %+v, want the restart at %s", when, m, restartAt.Format(time.RFC3339))
+				}
+				assertRestartedOnce(f, when, restartAt, stampBefore, rssBefore)
+			}
+			inFlight("before the scale")
+
+			// Scaled up while the restart is in flight: the Deployment now
+			// runs pods of its own.
+			scaleDeployment(f, "web", 2)
+			if tc.restartManager {
+				f.Mgr.Stop()
+				f.Mgr = f.Env.StartManager(t, fixture.ManagerNamespace, "--enable-argo-rollouts")
+			}
+			f.Barrier()
+			inFlight("scaled up during the restart")
+
+			// The Rollouts controller scales it back to zero.
+			scaleDeployment(f, "web", 0)
+			f.Barrier()
+			inFlight("scaled back to zero during the restart")
+
+			settle(f, "web-rollout")
+			kr := f.WaitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 60*time.Second)
+			if kr.Status.RestartCount != 1 {
+				t.Fatalf("restartCount = %d, want 1", kr.Status.RestartCount)
+			}
+			f.Barrier()
+			if kr, err := f.Request("deployment-web"); err != nil || kr.Status.Phase != kickv1alpha1.PhaseSucceeded || kr.Status.RestartCount != 1 {
+				t.Fatalf("after settling: %v, phase %s, restartCount %d; want Succeeded with one restart", err, kr.Status.Phase, kr.Status.RestartCount)
+			}
+			assertRestartedOnce(f, "after settling", restartAt, stampBefore, rssBefore)
+		})
+	}
+}
+
+// assertRestartedOnce checks that the Rollout still carries the one
+// restartAt and that the Deployment's template was never stamped (which
+// would also make the Rollout roll a new revision through its steps).
+func assertRestartedOnce(f *fixture.F, when string, restartAt time.Time, stampBefore string, rssBefore []string) {
+	f.T.Helper()
+	if ro := getRollout(f, "web-rollout"); ro.Spec.RestartAt == nil || !ro.Spec.RestartAt.Time.Equal(restartAt) {
+		f.T.Fatalf("%s: the Rollout was restarted again: restartAt %v, was %s", when, ro.Spec.RestartAt, restartAt)
+	}
+	if got := f.RestartStamp("web"); got != stampBefore {
+		f.T.Fatalf("%s: the Deployment's pod template was stamped (%q): a second restart", when, got)
+	}
+	if got := f.ReplicaSets("web"); !equality.Semantic.DeepEqual(got, rssBefore) {
+		f.T.Fatalf("%s: the Deployment rolled a new ReplicaSet: %v, was %v", when, got, rssBefore)
+	}
 }

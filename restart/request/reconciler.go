@@ -205,6 +205,12 @@ func (s *step) readTarget(ctx context.Context) (reason, message string, err erro
 		}
 		return "", "", err
 	}
+	if m := s.kr.Status.CurrentRollout; m != nil && !s.kr.Status.Phase.IsTerminal() {
+		// Follow the restart under way where it was written, even if a
+		// scale changed since which object a new restart would go through.
+		s.handle, err = s.r.Kinds.Follow(ctx, s.r.Client, obj, m.RestartedAt)
+		return "", "", err
+	}
 	s.handle, err = s.r.Kinds.Handle(ctx, s.r.Client, obj)
 	return "", "", err
 }

@@ -85,9 +85,12 @@ func WorkloadRefIndexFunc(obj client.Object) []string {
 // request restarts and follows the Rollout through spec.restartAt. While the
 // Deployment still runs pods of its own (a migration in progress), or when
 // several Rollouts reference it, it is restarted as an ordinary Deployment.
+// The one referencing Rollout is returned in that case too (not taking
+// over), so a restart written to it is still followed there after the
+// Deployment is scaled up.
 func RedirectReferencedDeployment(ctx context.Context, c client.Reader, target client.Object) (client.Object, bool, error) {
 	d, ok := target.(*appsv1.Deployment)
-	if !ok || d.Spec.Replicas == nil || *d.Spec.Replicas != 0 {
+	if !ok {
 		return nil, false, nil
 	}
 	var list RolloutList
@@ -107,5 +110,5 @@ func RedirectReferencedDeployment(ctx context.Context, c client.Reader, target c
 	if found == nil {
 		return nil, false, nil
 	}
-	return found, true, nil
+	return found, d.Spec.Replicas != nil && *d.Spec.Replicas == 0, nil
 }

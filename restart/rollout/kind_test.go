@@ -136,3 +136,56 @@ func TestHandleRestartsThroughRestartAt(t *testing.T) {
 		t.Fatalf("Current after the restart = %s %v", cur, ok)
 	}
 }
+
+// TestFollowKeepsARestartWhereItWasWritten: scaling a referenced Deployment
+// changes which object a new restart goes through, but a restart already
+// written is followed on the object that carries it, in both directions.
+func TestFollowKeepsARestartWhereItWasWritten(t *testing.T) {
+	ctx := t.Context()
+	kinds := Register(workload.Builtin())
+	restartAt := metav1.NewTime(time.Date(2026, 5, 1, 12, 0, 1, 0, time.UTC))
+	stamped := func(name, deploymentName string) *Rollout {
+		ro := referencing(name, deploymentName)
+		ro.Spec.RestartAt = &restartAt
+		return ro
+	}
+	const templateStamp = "2026-05-01T12:00:00.123456789Z"
+	withTemplateStamp := func(d *appsv1.Deployment, stamp string) *appsv1.Deployment {
+		d.Spec.Template.Annotations = map[string]string{"kubectl.kubernetes.io/restartedAt": stamp}
+		return d
+	}
+	for _, tc := range []struct {
+		name     string
+		rollout  *Rollout
+		target   *appsv1.Deployment
+		value    string
+		handle   string
+		followed string
+	}{
+		{"restarted through the Rollout, then scaled up", stamped("ro", "web"), deployment("web", 2), restartAt.UTC().Format(time.RFC3339), "Deployment shop/web", "Rollout shop/ro"},
+		{"restarted through the Rollout, still at zero", stamped("ro", "web"), deployment("web", 0), restartAt.UTC().Format(time.RFC3339), "Rollout shop/ro", "Rollout shop/ro"},
+		{"restarted through the template, then scaled to zero", referencing("ro", "web"), withTemplateStamp(deployment("web", 0), templateStamp), templateStamp, "Rollout shop/ro", "Deployment shop/web"},
+		{"the Rollout restarted later by someone else", stamped("ro", "web"), deployment("web", 2), "2026-05-01T12:00:00Z", "Deployment shop/web", "Rollout shop/ro"},
+		{"not visible yet", referencing("ro", "web"), deployment("web", 2), restartAt.UTC().Format(time.RFC3339), "Deployment shop/web", "Deployment shop/web"},
+		{"not a stamp", stamped("ro", "web"), deployment("web", 2), "", "Deployment shop/web", "Deployment shop/web"},
+	} {
+		c := fakeClient(t, tc.rollout, tc.target)
+		h, err := kinds.Handle(ctx, c, tc.target)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := h.Ref().String(); got != tc.handle {
+			t.Errorf("%s: a new restart goes through %s, want %s", tc.name, got, tc.handle)
+		}
+		f, err := kinds.Follow(ctx, c, tc.target, tc.value)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := f.Ref().String(); got != tc.followed {
+			t.Errorf("%s: the restart is followed through %s, want %s", tc.name, got, tc.followed)
+		}
+		if f.Target != tc.target {
+			t.Errorf("%s: Follow lost the target", tc.name)
+		}
+	}
+}

@@ -22,8 +22,11 @@ type Registry struct {
 }
 
 // Redirect lets a kind take over the restart of another kind's object: it
-// returns the object (of a registered kind) to restart and inspect instead
-// of target, or false to leave target alone.
+// returns the object (of a registered kind) that may be restarted and
+// inspected instead of target, nil when there is none, and whether it takes
+// target's restarts over now (false: target is restarted itself, but a
+// restart already written to that object is still followed there; see
+// Follow).
 type Redirect func(ctx context.Context, c client.Reader, target client.Object) (client.Object, bool, error)
 
 var builtin = &Registry{kinds: []Kind{DeploymentKind, StatefulSetKind, DaemonSetKind}}
@@ -133,23 +136,73 @@ func (r *Registry) Follows(obj client.Object) []Ref {
 // Handle returns how a request restarts and follows target: through target
 // itself, or through the object a redirect names.
 func (r *Registry) Handle(ctx context.Context, c client.Reader, target client.Object) (Handle, error) {
+	hs, err := r.handles(ctx, c, target)
+	if err != nil {
+		return Handle{}, err
+	}
+	return hs[0], nil
+}
+
+// Follow returns the handle of a restart already written with value. Which
+// object Handle picks can change while that restart rolls out: the Rollouts
+// redirect depends on the Deployment's replica count, which a person, a
+// GitOps sync or the Rollouts controller may change at any time. A restart
+// must be followed on the object it was written to; on the other one its
+// stamp is missing, which looks like a lost patch and would be written
+// again, a second restart. So the object that carries value is followed (the
+// one Handle picks first), else one carrying a later restart, else (the cache
+// has not seen the patch yet) the one Handle picks.
+func (r *Registry) Follow(ctx context.Context, c client.Reader, target client.Object, value string) (Handle, error) {
+	hs, err := r.handles(ctx, c, target)
+	if err != nil {
+		return Handle{}, err
+	}
+	mine, ok := freshness.ParseStamp(value)
+	if !ok {
+		return hs[0], nil
+	}
+	for _, exact := range []bool{true, false} {
+		for _, h := range hs {
+			if at, ok := h.Current(); ok && (at.Equal(mine) || !exact && at.After(mine)) {
+				return h, nil
+			}
+		}
+	}
+	return hs[0], nil
+}
+
+// handles returns the handles that may restart target: first the one
+// Handle picks, then the others (target itself, and redirects' objects that
+// do not take over now).
+func (r *Registry) handles(ctx context.Context, c client.Reader, target client.Object) ([]Handle, error) {
+	var hs []Handle
+	picked := false
+	add := func(obj client.Object, pick bool) {
+		k, ok := r.KindOf(obj)
+		if !ok {
+			return
+		}
+		h := Handle{Object: obj, Kind: k, Target: target}
+		if pick && !picked {
+			hs, picked = append([]Handle{h}, hs...), true
+			return
+		}
+		hs = append(hs, h)
+	}
 	for _, redirect := range r.get().redirects {
 		obj, ok, err := redirect(ctx, c, target)
 		if err != nil {
-			return Handle{}, err
+			return nil, err
 		}
-		if !ok {
-			continue
-		}
-		if k, found := r.KindOf(obj); found {
-			return Handle{Object: obj, Kind: k, Target: target}, nil
+		if obj != nil {
+			add(obj, ok)
 		}
 	}
-	k, ok := r.KindOf(target)
-	if !ok {
-		return Handle{}, fmt.Errorf("%T is not a workload kind this manager restarts", target)
+	add(target, true)
+	if !picked {
+		return nil, fmt.Errorf("%T is not a workload kind this manager restarts", target)
 	}
-	return Handle{Object: target, Kind: k, Target: target}, nil
+	return hs, nil
 }
 
 // Handle is the object a request stamps and whose rollout it follows, for

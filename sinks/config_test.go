@@ -35,7 +35,7 @@ func TestBuildConfigProblems(t *testing.T) {
 		}), reasonKeyNotFound, []string{`"nope"`, `"absent"`}},
 		{"bad url", policy("ftp://hooks.example.com/x?token=" + sentinel), ReasonInvalidURL, []string{"http://"}},
 		{"url credentials", policy("https://u:" + sentinel + "@hooks.example.com/"), ReasonInvalidURL, []string{"credentials"}},
-		{"literal ip refused", policy("http://169.254.169.254/latest"), ReasonDestinationRefused, []string{"169.254.0.0/16"}},
+		{"literal ip refused", policy("http://169.254.169.254/latest"), ReasonDestinationRefused, []string{"169.254.169.254/32"}},
 		{"tls secret type", policy("https://hooks.example.com/", func(w *kickv1alpha1.WebhookSpec) {
 			w.TLS = &kickv1alpha1.WebhookTLS{ClientCertificate: &kickv1alpha1.TLSSecretRef{Name: "creds"}}
 		}), ReasonInvalidSecret, []string{`"creds"`, "kubernetes.io/tls"}},

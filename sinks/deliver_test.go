@@ -202,8 +202,11 @@ func TestDeliverNoRetryOnClientErrors(t *testing.T) {
 		if out.kind != outcomeFailure || out.attempts != 1 || len(rc.seen()) != 1 {
 			t.Fatalf("%d: outcome %+v after %d requests", code, out, len(rc.seen()))
 		}
-		if !strings.Contains(out.message, strconv.Itoa(code)) || !strings.Contains(out.message, "bad request, you sent") {
+		if !strings.Contains(out.message, strconv.Itoa(code)) || !strings.Contains(out.message, http.StatusText(code)) {
 			t.Errorf("%d: message %q", code, out.message)
+		}
+		if strings.Contains(out.message, "you sent") {
+			t.Errorf("%d: message quotes the response body: %q", code, out.message)
 		}
 		if strings.Contains(out.message, sentinel) {
 			t.Errorf("%d: message leaks the token: %q", code, out.message)
@@ -416,5 +419,45 @@ func TestDeliverSkip(t *testing.T) {
 		if out := cfg.deliver(context.Background(), ev); out.kind != outcomeSkipped || len(rc.seen()) != 0 {
 			t.Fatalf("%s: outcome %+v", ev.Kind(), out)
 		}
+	}
+}
+
+// TestDeliverNeverQuotesResponse plays a tenant who points a policy at an internal service
+// that answers errors with data: neither the body nor the reason phrase of the status line
+// reaches the outcome (and so the status and Events); the code and its standard text do.
+func TestDeliverNeverQuotesResponse(t *testing.T) {
+	const leak = "AKIAEXAMPLELEAK-internal"
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(wait))
+				buf := make([]byte, 64<<10)
+				_, _ = c.Read(buf)
+				body := `{"AccessKeyId":"` + leak + `"}`
+				_, _ = io.WriteString(c, "HTTP/1.1 403 "+leak+"\r\nContent-Type: application/json\r\nContent-Length: "+
+					strconv.Itoa(len(body))+"\r\nConnection: close\r\n\r\n"+body)
+			}()
+		}
+	}()
+	cfg := mustBuild(t, policy("http://"+l.Addr().String()+"/"), nil)
+	out := cfg.deliver(context.Background(), phaseChanged("Failed"))
+	if out.kind != outcomeFailure || out.status != http.StatusForbidden {
+		t.Fatalf("outcome %+v", out)
+	}
+	if strings.Contains(out.message, "AKIA") || strings.Contains(out.message, "internal") {
+		t.Errorf("message quotes the response: %q", out.message)
+	}
+	if !strings.Contains(out.message, "403 Forbidden") || !strings.Contains(out.message, "response body is not shown") {
+		t.Errorf("message %q", out.message)
 	}
 }

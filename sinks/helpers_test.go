@@ -37,10 +37,22 @@ func testScheme(t testing.TB) *runtime.Scheme {
 	return s
 }
 
+// secret returns a Secret that opted in to notifications (see unlabeled).
 func secret(name string, data map[string]string) *corev1.Secret {
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: name}, Data: map[string][]byte{}}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: name,
+		Labels: map[string]string{kickv1alpha1.NotificationSecretLabel: kickv1alpha1.NotificationSecretAllowed}}, Data: map[string][]byte{}}
 	for k, v := range data {
 		s.Data[k] = []byte(v)
+	}
+	return s
+}
+
+// unlabeled is s with its labels replaced: without the opt-in label by default.
+func unlabeled(s *corev1.Secret, labels ...string) *corev1.Secret {
+	s = s.DeepCopy()
+	s.Labels = map[string]string{}
+	for i := 0; i+1 < len(labels); i += 2 {
+		s.Labels[labels[i]] = labels[i+1]
 	}
 	return s
 }

@@ -22,10 +22,28 @@ const (
 // names ("notifications/<namespace>/<name>").
 const SubscriberName = "notifications"
 
-// DefaultDenyCIDRs are the destinations refused when Options.DenyCIDRs is nil: the IPv4 and IPv6
-// link-local ranges, where cloud metadata services answer.
+// DefaultDenyCIDRs are the destinations webhooks never reach unless Options.AllowCIDRs names
+// them: the unspecified and "this network" addresses (0.0.0.0/8, ::), loopback (127.0.0.0/8,
+// ::1), the deprecated IPv4-compatible IPv6 range, link-local (169.254.0.0/16, fe80::/10), and
+// the cloud metadata and credential endpoints (169.254.169.254, fd00:ec2::254 and
+// fd00:ec2::23 on AWS, 100.100.100.200 on Alibaba Cloud, 168.63.129.16 on Azure). The metadata
+// addresses are listed on their own, so that allowing all of link-local still leaves them
+// denied. The list is applied whatever Options.DenyCIDRs says.
 func DefaultDenyCIDRs() []netip.Prefix {
-	return []netip.Prefix{netip.MustParsePrefix("169.254.0.0/16"), netip.MustParsePrefix("fe80::/10")}
+	return []netip.Prefix{
+		netip.MustParsePrefix("0.0.0.0/8"),
+		netip.MustParsePrefix("127.0.0.0/8"),
+		netip.MustParsePrefix("169.254.0.0/16"),
+		netip.MustParsePrefix("169.254.169.254/32"),
+		netip.MustParsePrefix("100.100.100.200/32"),
+		netip.MustParsePrefix("168.63.129.16/32"),
+		netip.MustParsePrefix("::/128"),
+		netip.MustParsePrefix("::1/128"),
+		netip.MustParsePrefix("::/96"),
+		netip.MustParsePrefix("fe80::/10"),
+		netip.MustParsePrefix("fd00:ec2::254/128"),
+		netip.MustParsePrefix("fd00:ec2::23/128"),
+	}
 }
 
 // Options configure the NotificationPolicy controller and its dispatcher.
@@ -47,12 +65,14 @@ type Options struct {
 	// deliveries (spec and Secret changes are written at once). Default DefaultStatusInterval.
 	StatusInterval time.Duration
 
-	// DenyCIDRs are destination ranges webhooks may never reach, checked on the resolved address
-	// when connecting. Nil means DefaultDenyCIDRs(); an empty non-nil slice denies nothing.
+	// DenyCIDRs are destination ranges webhooks may never reach, in addition to
+	// DefaultDenyCIDRs(), which always apply. They are checked on the resolved address when
+	// connecting, and before a request is handed to a proxy.
 	DenyCIDRs []netip.Prefix
 	// AllowCIDRs, when not empty, restricts webhooks to these ranges. When both lists match an
-	// address the longer prefix decides (a tie denies), so an allowed /32 can open a hole in a
-	// denied range and a denied range can narrow an allowed one.
+	// address the longer prefix decides and a tie allows, so allowing exactly a denied range
+	// (127.0.0.0/8) or a part of it (127.0.0.1/32) opens it, and a longer denied range narrows
+	// an allowed one (allowing 169.254.0.0/16 leaves 169.254.169.254/32 denied).
 	AllowCIDRs []netip.Prefix
 
 	// MaxConcurrentReconciles is the number of reconcile workers; 0 means 1.
@@ -63,14 +83,17 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Router == nil {
 		return o, errors.New("sinks: Options.Router is required")
 	}
+	return o.fill(), nil
+}
+
+// fill sets the defaults; withDefaults also checks what is required.
+func (o Options) fill() Options {
 	if o.QueueCapacity <= 0 {
 		o.QueueCapacity = DefaultQueueCapacity
 	}
 	if o.StatusInterval <= 0 {
 		o.StatusInterval = DefaultStatusInterval
 	}
-	if o.DenyCIDRs == nil {
-		o.DenyCIDRs = DefaultDenyCIDRs()
-	}
-	return o, nil
+	o.DenyCIDRs = append(DefaultDenyCIDRs(), o.DenyCIDRs...)
+	return o
 }

@@ -9,6 +9,10 @@ const (
 	ReasonInvalidURL = "InvalidURL"
 	// ReasonInvalidSelector: spec.workloadSelector does not convert to a label selector.
 	ReasonInvalidSelector = "InvalidSelector"
+	// ReasonSecretNotAllowed: a referenced Secret exists but does not carry the label
+	// kickv1alpha1.NotificationSecretLabel=kickv1alpha1.NotificationSecretAllowed, so it is not
+	// read and nothing is sent. Removing the label from a Secret in use revokes it the same way.
+	ReasonSecretNotAllowed = "SecretNotAllowed"
 	// ReasonInvalidSecret: a referenced Secret value is unusable (not PEM, not a key pair, not a
 	// signing secret, not a valid header value, empty).
 	ReasonInvalidSecret = "InvalidSecret"

@@ -22,18 +22,25 @@ var urlPattern = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s"'<>]+`)
 // cut down to scheme and host (paths and queries can hold tokens, e.g. Slack's), and every known
 // secret value is replaced.
 type scrubber struct {
-	secrets []string // longest first, so a value containing another is replaced whole
+	secrets []string // on one line (see oneLine), longest first, so a value containing another is replaced whole
 }
 
 // minSecretLen is the shortest value a scrubber replaces: shorter ones would garble every
 // message (a one-letter value would replace that letter everywhere).
 const minSecretLen = 4
 
+// withheld replaces a whole message that would still show a secret value after scrubbing,
+// which only a value built to defeat the scrubber (one containing the redaction marker, say)
+// can cause.
+const withheld = "message withheld: it would show a secret value"
+
 func newScrubber(values ...string) scrubber {
 	seen := make(map[string]bool, len(values))
 	var out []string
 	for _, v := range values {
-		v = strings.TrimSpace(v)
+		// Messages are put on one line before values are looked for, so look for the values
+		// as they would appear there: "a\n b" shows as "a b".
+		v = oneLine(v)
 		if len(v) >= minSecretLen && !seen[v] {
 			seen[v] = true
 			out = append(out, v)
@@ -43,14 +50,41 @@ func newScrubber(values ...string) scrubber {
 	return scrubber{secrets: out}
 }
 
-// clean returns s without URLs' userinfo, paths and queries and without secret values, on one
-// line and at most maxMessage bytes long.
+// clean returns text on one line, without URLs' userinfo, paths and queries and without secret
+// values, at most maxMessage bytes long.
 func (s scrubber) clean(text string) string {
-	text = urlPattern.ReplaceAllStringFunc(text, redactURL)
-	for _, v := range s.secrets {
-		text = strings.ReplaceAll(text, v, redacted)
+	text = urlPattern.ReplaceAllStringFunc(oneLine(text), redactURL)
+	// Replacing one value can form another (one that contains the marker): repeat a few times.
+	for range 4 {
+		changed := false
+		for _, v := range s.secrets {
+			if strings.Contains(text, v) {
+				text, changed = strings.ReplaceAll(text, v, redacted), true
+			}
+		}
+		if !changed {
+			break
+		}
 	}
-	return truncate(oneLine(text), maxMessage)
+	text = truncate(text, maxMessage)
+	// Last line of defence: the cut's "…" or a pathological value can still form a value.
+	if s.shows(text) {
+		if s.shows(withheld) {
+			return ""
+		}
+		return withheld
+	}
+	return text
+}
+
+// shows reports whether text contains one of the secret values.
+func (s scrubber) shows(text string) bool {
+	for _, v := range s.secrets {
+		if strings.Contains(text, v) {
+			return true
+		}
+	}
+	return false
 }
 
 // redactURL keeps only the scheme and host of a URL.

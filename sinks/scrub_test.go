@@ -32,15 +32,3 @@ func TestTruncate(t *testing.T) {
 		t.Fatal("cut inside a rune")
 	}
 }
-
-func TestBodySnippet(t *testing.T) {
-	if got := bodySnippet([]byte(`{"error":"invalid_token"}` + "\n")); got != `{"error":"invalid_token"}` {
-		t.Errorf("json body: %q", got)
-	}
-	if got := bodySnippet([]byte{0xff, 0xfe, 0x00, 0x01, 0x80, 0x81, 'a', 0xc3}); got != "" {
-		t.Errorf("binary body quoted: %q", got)
-	}
-	if got := bodySnippet([]byte(strings.Repeat("x", 5000))); len(got) > maxBodySnippet {
-		t.Errorf("snippet %d bytes", len(got))
-	}
-}

@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
@@ -18,13 +19,19 @@ import (
 // secretReader reads the Secrets one policy references, each at most once, straight from the API
 // server (the manager's cache holds no Secret data). It collects problems instead of stopping at
 // the first, and hashes what it read so that an unchanged configuration is recognised.
+//
+// A Secret is used only when it opted in with the label
+// kickv1alpha1.NotificationSecretLabel=kickv1alpha1.NotificationSecretAllowed on the object
+// read: otherwise whoever may create a NotificationPolicy could have any Secret of the namespace
+// sent to a URL of their choosing. Nothing about a Secret that did not opt in (its keys, type or
+// values) is looked at or reported.
 type secretReader struct {
 	reader    client.Reader
 	namespace string
 
-	secrets  map[string]*corev1.Secret // nil value: not found
+	secrets  map[string]*corev1.Secret // nil value: not found or not allowed
 	problems []problem
-	reported map[string]bool // missing Secrets already reported
+	reported map[string]bool // missing or refused Secrets already reported
 	values   []string        // every value read, for scrubbing
 	sum      hash.Hash
 }
@@ -36,8 +43,8 @@ func newSecretReader(r client.Reader, namespace string) *secretReader {
 	}
 }
 
-// secret returns the named Secret, or nil after recording a SecretNotFound problem. Other API
-// errors are returned: the reconcile is retried.
+// secret returns the named Secret, or nil after recording a SecretNotFound or SecretNotAllowed
+// problem. Other API errors are returned: the reconcile is retried.
 func (s *secretReader) secret(ctx context.Context, field, name string) (*corev1.Secret, error) {
 	sec, seen := s.secrets[name]
 	if !seen {
@@ -48,18 +55,38 @@ func (s *secretReader) secret(ctx context.Context, field, name string) (*corev1.
 		err := s.reader.Get(quiet, client.ObjectKey{Namespace: s.namespace, Name: name}, &got)
 		switch {
 		case apierrors.IsNotFound(err):
+			s.report(name, reasonSecretNotFound, "Secret %q (%s) does not exist in namespace %s", name, field, s.namespace)
 		case err != nil:
 			return nil, fmt.Errorf("read Secret %s/%s: %w", s.namespace, name, err)
+		case !SecretAllowed(&got):
+			// Forget the content at once: nothing of it may be used or described.
+			got.Data, got.StringData = nil, nil
+			s.report(name, ReasonSecretNotAllowed, "Secret %q (%s) has not opted in to notifications: "+
+				"label it %s=%s (kubectl -n %s label secret %s %s=%s) if this policy may send its values",
+				name, field, kickv1alpha1.NotificationSecretLabel, kickv1alpha1.NotificationSecretAllowed,
+				s.namespace, name, kickv1alpha1.NotificationSecretLabel, kickv1alpha1.NotificationSecretAllowed)
 		default:
 			sec = &got
 		}
 		s.secrets[name] = sec
 	}
-	if sec == nil && !s.reported[name] {
-		s.reported[name] = true
-		s.add(reasonSecretNotFound, "Secret %q (%s) does not exist in namespace %s", name, field, s.namespace)
-	}
 	return sec, nil
+}
+
+// SecretAllowed reports whether a Secret opted in to being read for NotificationPolicies: its
+// label kickv1alpha1.NotificationSecretLabel has exactly the value
+// kickv1alpha1.NotificationSecretAllowed.
+func SecretAllowed(o metav1.Object) bool {
+	v, ok := o.GetLabels()[kickv1alpha1.NotificationSecretLabel]
+	return ok && v == kickv1alpha1.NotificationSecretAllowed
+}
+
+// report records a problem with a Secret once, however many fields reference it.
+func (s *secretReader) report(name, reason, format string, args ...any) {
+	if !s.reported[name] {
+		s.reported[name] = true
+		s.add(reason, format, args...)
+	}
 }
 
 // value returns the value of ref's key, or ok=false after recording a problem.

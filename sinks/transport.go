@@ -12,8 +12,10 @@ import (
 
 // newTransport returns a policy's own keep-alive transport: proxies from the environment
 // (HTTPS_PROXY, HTTP_PROXY, NO_PROXY), TLS 1.2 or newer with the policy's CA bundle and client
-// certificate, and the destination guard on every dial. Through a proxy the guard sees the
-// proxy's address, not the endpoint's.
+// certificate, and the destination guard on every dial. A request handed to a proxy has its
+// host resolved and checked first (guard.proxyFunc); the dial to the proxy itself, whose address
+// the operator chose, is not guarded. Use it through newRetryClient, which gives each request
+// what the guard needs for that.
 func newTransport(g *guard, tlsConfig *tls.Config) *http.Transport {
 	if tlsConfig == nil {
 		tlsConfig = &tls.Config{}
@@ -22,10 +24,10 @@ func newTransport(g *guard, tlsConfig *tls.Config) *http.Transport {
 	if tlsConfig.MinVersion < tls.VersionTLS12 {
 		tlsConfig.MinVersion = tls.VersionTLS12
 	}
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: g.control}
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Transport{
-		Proxy:                  http.ProxyFromEnvironment,
-		DialContext:            dialer.DialContext,
+		Proxy:                  g.proxyFunc,
+		DialContext:            g.dialContext(dialer),
 		TLSClientConfig:        tlsConfig,
 		ForceAttemptHTTP2:      true,
 		MaxIdleConns:           4,
@@ -43,7 +45,7 @@ func newTransport(g *guard, tlsConfig *tls.Config) *http.Transport {
 func newRetryClient(t *http.Transport, backoffBase time.Duration) *retryablehttp.Client {
 	return &retryablehttp.Client{
 		HTTPClient: &http.Client{
-			Transport:     t,
+			Transport:     guardedRoundTripper{t},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		Logger:       nil,

@@ -54,7 +54,9 @@ type NotificationPolicySpec struct {
 	// +optional
 	WorkloadSelector *metav1.LabelSelector `json:"workloadSelector,omitempty"`
 
-	// Webhook is the HTTP endpoint that receives the notifications.
+	// Webhook is the HTTP endpoint that receives the notifications. Every
+	// Secret it references must carry the label
+	// notifications.kick.corewire.io/allow: "true", or nothing is sent.
 	// +required
 	Webhook WebhookSpec `json:"webhook"`
 }
@@ -83,7 +85,27 @@ const (
 	FormatPagerDuty PayloadFormat = "pagerduty"
 )
 
-// WebhookSpec describes the endpoint and how to talk to it.
+// Every Secret a NotificationPolicy references must consent to it: the
+// manager uses a Secret for notifications only when the Secret carries the
+// label NotificationSecretLabel with the value NotificationSecretAllowed.
+// Otherwise anybody allowed to create NotificationPolicies in a namespace
+// could have the manager send any Secret of that namespace to a URL of
+// their choosing. Who may set this label on a Secret (update or patch on
+// Secrets) decides which Secrets notifications may carry.
+const (
+	// NotificationSecretLabel marks a Secret that NotificationPolicies of
+	// its namespace may read. Removing it revokes the use.
+	NotificationSecretLabel = "notifications.kick.corewire.io/allow"
+	// NotificationSecretAllowed is the only value of
+	// NotificationSecretLabel that allows the use.
+	NotificationSecretAllowed = "true"
+)
+
+// WebhookSpec describes the endpoint and how to talk to it. Every Secret it
+// references (headers[].valueFrom, auth, tls, pagerDuty.routingKey,
+// signing.secretRef) must carry the label
+// notifications.kick.corewire.io/allow: "true"; without it the policy is
+// not Ready (reason SecretNotAllowed) and sends nothing.
 // +kubebuilder:validation:XValidation:rule="!has(self.cloudEvents) || (has(self.format) && self.format == 'cloudevents')",message="cloudEvents can only be set when format is cloudevents"
 // +kubebuilder:validation:XValidation:rule="!has(self.pagerDuty) || (has(self.format) && self.format == 'pagerduty')",message="pagerDuty can only be set when format is pagerduty"
 // +kubebuilder:validation:XValidation:rule="!has(self.format) || self.format != 'pagerduty' || has(self.pagerDuty)",message="format pagerduty requires pagerDuty.routingKey"

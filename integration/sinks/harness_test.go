@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"regexp"
 	"strings"
 	"sync"
@@ -81,7 +82,10 @@ func start(t *testing.T, mutate func(*sinks.Options)) *harness {
 		o.Cache.ByObject = observe.NewCacheOptions()
 	})
 	h.rt = router.New(router.Options{Registerer: prometheus.NewRegistry()})
-	opts := sinks.Options{Router: h.rt, Registerer: h.reg, StatusInterval: 300 * time.Millisecond, MaxConcurrentReconciles: 2}
+	// The receivers listen on 127.0.0.1, which webhooks may not reach by default: open it, as
+	// an operator would with --webhook-allow-cidrs=127.0.0.0/8.
+	opts := sinks.Options{Router: h.rt, Registerer: h.reg, StatusInterval: 300 * time.Millisecond, MaxConcurrentReconciles: 2,
+		AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
 	if mutate != nil {
 		mutate(&opts)
 	}
@@ -144,10 +148,16 @@ func (h *harness) checkNoLeak() {
 	}
 }
 
-// secret creates a Secret in the test namespace.
+// secret creates a Secret in the test namespace that opted in to notifications.
 func (h *harness) secret(name string, typ corev1.SecretType, data map[string]string) *corev1.Secret {
 	h.t.Helper()
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name}, Type: typ, StringData: data}
+	return h.secretLabelled(name, typ, data, map[string]string{kickv1alpha1.NotificationSecretLabel: kickv1alpha1.NotificationSecretAllowed})
+}
+
+// secretLabelled creates a Secret in the test namespace with these labels.
+func (h *harness) secretLabelled(name string, typ corev1.SecretType, data, labels map[string]string) *corev1.Secret {
+	h.t.Helper()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name, Labels: labels}, Type: typ, StringData: data}
 	if err := h.env.Client.Create(context.Background(), s); err != nil {
 		h.t.Fatalf("create Secret %s: %v", name, err)
 	}

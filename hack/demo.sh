@@ -47,6 +47,7 @@ kubectl="$k8s/kubectl"
 say "starting kick-manager (log: $dir/manager.log)"
 "$bin/kick-manager" --kubeconfig "$KUBECONFIG" --namespace kick-system \
   --metrics-bind-address 127.0.0.1:18080 --health-probe-bind-address 127.0.0.1:18081 \
+  --webhook-allow-cidrs 127.0.0.1/32 \
   >"$dir/manager.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 60); do

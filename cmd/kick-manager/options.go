@@ -67,9 +67,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.argoCDTrackingMethod, "argocd-tracking-method", "annotation", "Argo CD resource tracking method (annotation, label, annotation+label) when argocd-cm does not set application.resourceTrackingMethod")
 	fs.StringVar(&o.argoCDInstallationID, "argocd-installation-id", "", "Argo CD installation id when argocd-cm does not set installationID")
 	fs.StringVar(&o.argoCDLabelKey, "argocd-label-key", "app.kubernetes.io/instance", "label key of Argo CD label tracking when argocd-cm does not set application.instanceLabelKey")
-	o.webhookDenyCIDRs = prefixList{netip.MustParsePrefix("169.254.0.0/16"), netip.MustParsePrefix("fe80::/10")}
-	fs.Var(&o.webhookDenyCIDRs, "webhook-deny-cidrs", "comma-separated CIDRs notification webhooks may never reach (default: link-local, where cloud metadata services live)")
-	fs.Var(&o.webhookAllowCIDRs, "webhook-allow-cidrs", "comma-separated CIDRs notification webhooks are restricted to (default: any not denied)")
+	fs.Var(&o.webhookDenyCIDRs, "webhook-deny-cidrs", "comma-separated CIDRs notification webhooks may never reach, in addition to those always refused (loopback, unspecified, link-local, cloud metadata addresses)")
+	fs.Var(&o.webhookAllowCIDRs, "webhook-allow-cidrs", "comma-separated CIDRs notification webhooks are restricted to (default: any not denied); a listed range also opens an always-refused one it names as precisely, e.g. 127.0.0.0/8 for receivers on loopback")
 }
 
 func (o *options) validate() error {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net/netip"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -80,8 +79,8 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 	if err := (&sinks.Reconciler{}).SetupWithManager(mgr, sinks.Options{
 		Router:     rt,
 		Registerer: metrics.Registry,
-		// Non-nil: an explicitly empty --webhook-deny-cidrs denies nothing.
-		DenyCIDRs:               append([]netip.Prefix{}, opts.webhookDenyCIDRs...),
+		// Added to the addresses sinks always refuse.
+		DenyCIDRs:               opts.webhookDenyCIDRs,
 		AllowCIDRs:              opts.webhookAllowCIDRs,
 		MaxConcurrentReconciles: opts.maxConcurrent,
 	}); err != nil {

@@ -55,6 +55,8 @@ func (e *Env) StartManagerBinary(t testing.TB, binary, namespace string, args ..
 		"--health-probe-bind-address", m.probes,
 		"--metrics-bind-address", m.metrics,
 		"--zap-log-level", "debug",
+		// Test receivers listen on loopback, which webhooks may not reach by default.
+		"--webhook-allow-cidrs", "127.0.0.0/8",
 	}, args...)
 	m.cmd = exec.Command(binary, full...)
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile

@@ -455,6 +455,9 @@ func TestMetricsAreAuthenticated(t *testing.T) {
 		!sameJSON(ep["tlsConfig"], map[string]any{"insecureSkipVerify": true}) {
 		t.Errorf("ServiceMonitor endpoint %v: want https with Prometheus's token, accepting the self-signed certificate", ep)
 	}
+	if !strings.Contains(rel.Notes, "https://kick-manager-metrics.ops.svc:8443/metrics,\nonly for callers bound to ClusterRole kick-metrics-reader.") {
+		t.Errorf("NOTES.txt does not say who may scrape:\n%s", rel.Notes)
+	}
 	checkManagerAcceptsArgs(t, args)
 
 	// A certificate from a Secret, a CA for the scrape, readers bound by the chart.

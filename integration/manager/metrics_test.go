@@ -113,6 +113,11 @@ func TestSecureMetrics(t *testing.T) {
 		return resp.StatusCode, string(body), err
 	}
 
+	// The metrics server starts next to the probes, not before them.
+	cluster.Eventually(t, 30*time.Second, "the metrics server to listen", func() (bool, error) {
+		_, _, err := scrape("")
+		return err == nil, err
+	})
 	for _, tc := range []struct {
 		who, token string
 		want       []int

@@ -84,8 +84,24 @@ lint: ## gofmt, go vet, staticcheck
 	@if [ -x $(BIN)/staticcheck ]; then $(BIN)/staticcheck ./...; fi
 
 .PHONY: unit
-unit: ## unit tests (race detector), no cluster needed
+unit: ## unit tests (race detector), no cluster needed; fuzz targets run their seed corpus only
 	$(GO) test -race -count=1 $(UNIT_PKGS)
+
+# Fuzz targets (func FuzzXxx in a tracked *_test.go). `go test` runs only their
+# seed corpus (and testdata/fuzz/); `make fuzz` mutates inputs for FUZZTIME per
+# target. A failing input is saved under the package's testdata/fuzz/NAME:
+# commit it with the fix, and every later `go test` replays it.
+FUZZTIME  ?= 30s
+FUZZFLAGS ?=
+
+.PHONY: fuzz
+fuzz: ## run every Fuzz* target for FUZZTIME each (default 30s)
+	@targets=$$(git ls-files '*_test.go' | xargs grep -HoE '^func Fuzz[A-Za-z0-9_]*' | sed -E 's|^(.*)/[^/]*_test\.go:func |\1 |' | sort -u); \
+	if [ -z "$$targets" ]; then echo "no fuzz targets found"; exit 1; fi; \
+	echo "$$targets" | while read -r dir name; do \
+		echo "== $$name in ./$$dir for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./$$dir || exit 1; \
+	done
 
 .PHONY: integration
 integration: control-plane build ## integration tests on the local control plane

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
@@ -123,7 +124,7 @@ func run() error {
 			ByObject:         byObject,
 			DefaultTransform: cache.TransformStripManagedFields(),
 		},
-		Metrics:                       metricsserver.Options{BindAddress: opts.metricsAddr},
+		Metrics:                       metricsOptions(opts),
 		HealthProbeBindAddress:        opts.probeAddr,
 		PprofBindAddress:              opts.pprofAddr,
 		LeaderElection:                opts.leaderElect,
@@ -163,4 +164,19 @@ func run() error {
 	log.Info("starting kick-manager", "version", version, "build", buildName, "namespace", opts.namespace,
 		"leaderElection", opts.leaderElect, "maxConcurrentReconciles", opts.maxConcurrent)
 	return mgr.Start(ctx)
+}
+
+// metricsOptions configures the /metrics endpoint. Plain HTTP by default
+// (local runs and tests); with --metrics-secure it serves HTTPS and lets a
+// request through only when the API server authenticates its bearer token
+// (TokenReview) and authorizes a get on the /metrics URL for that user
+// (SubjectAccessReview), the way the API server guards its own /metrics.
+func metricsOptions(opts options) metricsserver.Options {
+	o := metricsserver.Options{BindAddress: opts.metricsAddr}
+	if opts.metricsSecure {
+		o.SecureServing = true
+		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+		o.CertDir = opts.metricsCertDir
+	}
+	return o
 }

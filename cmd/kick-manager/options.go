@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -14,6 +15,8 @@ import (
 // configuration reference; the Helm chart and kustomize manifests set them.
 type options struct {
 	metricsAddr        string
+	metricsSecure      bool
+	metricsCertDir     string
 	probeAddr          string
 	pprofAddr          string
 	leaderElect        bool
@@ -48,6 +51,8 @@ func defaultNamespace() string {
 
 func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address the /metrics endpoint binds to; 0 disables it")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", false, "serve /metrics over HTTPS and only to callers whose bearer token the API server authenticates (TokenReview) and allows to get the /metrics URL (SubjectAccessReview); the manifests turn it on")
+	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "with --metrics-secure: directory holding tls.crt and tls.key for the /metrics endpoint, reloaded when they change (empty: a self-signed certificate made at start-up)")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz endpoints bind to")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "address a Go pprof endpoint binds to, for profiling (empty: off)")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader so only one replica acts (the manifests turn it on)")
@@ -92,6 +97,18 @@ func (o *options) validate() error {
 	}
 	if o.namespace == "" {
 		errs = append(errs, errors.New("--namespace must not be empty"))
+	}
+	if o.metricsCertDir != "" {
+		if !o.metricsSecure {
+			errs = append(errs, errors.New("--metrics-cert-dir needs --metrics-secure: the certificate is only used for HTTPS"))
+		}
+		// controller-runtime falls back to a self-signed certificate when
+		// the files are missing; a mount that went wrong should fail here.
+		for _, f := range []string{"tls.crt", "tls.key"} {
+			if _, err := os.Stat(filepath.Join(o.metricsCertDir, f)); err != nil {
+				errs = append(errs, fmt.Errorf("--metrics-cert-dir: %w", err))
+			}
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -12,7 +12,8 @@ import (
 // AppProjects to the configured namespaces and keeps only what decisions
 // read: an Application's project, destination, tracking-relevant metadata,
 // sync and operation state and the identity of the workloads it lists; an
-// AppProject's sync windows and source namespaces.
+// AppProject's sync windows, source namespaces and the namespace patterns
+// of its destinations.
 func CacheOptions(opts Options) map[client.Object]cache.ByObject {
 	apps := map[string]cache.Config{opts.Namespace: {}}
 	for _, ns := range opts.ApplicationNamespaces {
@@ -62,5 +63,8 @@ func slimProject(in any) (any, error) {
 	out := &argov1alpha1.AppProject{TypeMeta: proj.TypeMeta, ObjectMeta: gitops.SlimMeta(proj.ObjectMeta, true)}
 	out.Spec.SyncWindows = proj.Spec.SyncWindows
 	out.Spec.SourceNamespaces = proj.Spec.SourceNamespaces
+	for _, d := range proj.Spec.Destinations {
+		out.Spec.Destinations = append(out.Spec.Destinations, argov1alpha1.ApplicationDestination{Namespace: d.Namespace})
+	}
 	return out, nil
 }

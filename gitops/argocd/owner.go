@@ -26,9 +26,10 @@ type resolution struct {
 
 // resolve finds the Application that owns w: the self-referencing tracking
 // annotation (or the instance label, by the tracking method in force),
-// else the one Application whose status.resources lists w. It never
-// guesses: none, several, or a claimed Application that does not exist
-// block with a reason.
+// else the one Application whose status.resources lists w. Either way the
+// Application must pass the destination rule (destination.go). It never
+// guesses: none, several, or a claimed Application that does not exist or
+// may not own w block with a reason.
 func (p *Provider) resolve(ctx context.Context, w client.Object) (resolution, error) {
 	self, err := IdentityOf(w, p.opts.Workloads)
 	if err != nil {
@@ -56,19 +57,49 @@ func (p *Provider) resolve(ctx context.Context, w client.Object) (resolution, er
 		if err != nil {
 			return resolution{}, err
 		}
-		if app != nil {
-			return resolution{apps: []AppRef{claim.App}, app: app}, nil
+		if app == nil {
+			if claim.Strong {
+				return p.blocked([]AppRef{claim.App}, kickv1alpha1.GateOwnerUnknown,
+					fmt.Sprintf("%s names Application %s through %s, but that Application does not exist", target, claim.App, how)), nil
+			}
+			notes = join(notes, fmt.Sprintf("its instance label names Application %s, which does not exist", claim.App))
+		} else {
+			refusal, err := p.destinationRefusal(ctx, app, self.Namespace)
+			switch {
+			case err != nil:
+				return resolution{}, err
+			case refusal == "":
+				return resolution{apps: []AppRef{claim.App}, app: app}, nil
+			case claim.Strong:
+				// The workload's own metadata names an Application that
+				// may not own it: wait, rather than gate on that
+				// Application or on none.
+				return p.blocked([]AppRef{claim.App}, kickv1alpha1.GateOwnerUnknown,
+					fmt.Sprintf("%s names Application %s through %s, but that Application cannot own it: %s", target, claim.App, how, refusal)), nil
+			}
+			notes = join(notes, fmt.Sprintf("its instance label names Application %s, which cannot own it: %s", claim.App, refusal))
 		}
-		if claim.Strong {
-			return p.blocked([]AppRef{claim.App}, kickv1alpha1.GateOwnerUnknown,
-				fmt.Sprintf("%s names Application %s through %s, but that Application does not exist", target, claim.App, how)), nil
-		}
-		notes = join(notes, fmt.Sprintf("its instance label names Application %s, which does not exist", claim.App))
 	}
 
-	var list argov1alpha1.ApplicationList
-	if err := p.reader.List(ctx, &list, client.MatchingFields{ResourceIndex: ResourceKey(self)}); err != nil {
+	var listed argov1alpha1.ApplicationList
+	if err := p.reader.List(ctx, &listed, client.MatchingFields{ResourceIndex: ResourceKey(self)}); err != nil {
 		return resolution{}, fmt.Errorf("look up Applications managing %s: %w", target, err)
+	}
+	// status.resources is believed only from an Application that could
+	// have deployed the workload; the others are ignored, not counted as
+	// owners (counting them would let anyone who can write an Application
+	// block another team's restarts).
+	var list argov1alpha1.ApplicationList
+	for i := range listed.Items {
+		refusal, err := p.destinationRefusal(ctx, &listed.Items[i], self.Namespace)
+		if err != nil {
+			return resolution{}, err
+		}
+		if refusal != "" {
+			notes = join(notes, fmt.Sprintf("Application %s/%s lists it in status.resources but cannot own it: %s", listed.Items[i].Namespace, listed.Items[i].Name, refusal))
+			continue
+		}
+		list.Items = append(list.Items, listed.Items[i])
 	}
 	switch len(list.Items) {
 	case 0:

@@ -85,8 +85,11 @@ func lists(ns, name string) appOpt {
 	}
 }
 
+// project is an AppProject that admits every destination, as Argo CD's
+// own default project does.
 func project(name string, windows ...*argov1alpha1.InlineSyncWindow) *argov1alpha1.AppProject {
-	return &argov1alpha1.AppProject{ObjectMeta: metav1.ObjectMeta{Namespace: cp, Name: name}, Spec: argov1alpha1.AppProjectSpec{SyncWindows: windows}}
+	return &argov1alpha1.AppProject{ObjectMeta: metav1.ObjectMeta{Namespace: cp, Name: name}, Spec: argov1alpha1.AppProjectSpec{
+		SyncWindows: windows, Destinations: []argov1alpha1.ApplicationDestination{{Server: "*", Namespace: "*"}}}}
 }
 
 func policy(requireReconciled *bool) *kickv1alpha1.KickPolicy {
@@ -116,7 +119,8 @@ func TestDecide(t *testing.T) {
 		{name: "annotation in another namespace", world: (&world{opts: Options{ApplicationNamespaces: []string{"team"}}}).add(application("team", "web"), project("default")),
 			target: web(tracked("team_web", "shop", "web"), nil), want: kickv1alpha1.GateConfigurationError, owner: "team/web", msg: "spec.sourceNamespaces"},
 		{name: "annotation in an admitted namespace", world: (&world{opts: Options{ApplicationNamespaces: []string{"team"}}}).add(application("team", "web"),
-			&argov1alpha1.AppProject{ObjectMeta: metav1.ObjectMeta{Namespace: cp, Name: "default"}, Spec: argov1alpha1.AppProjectSpec{SourceNamespaces: []string{"te*"}}}),
+			&argov1alpha1.AppProject{ObjectMeta: metav1.ObjectMeta{Namespace: cp, Name: "default"}, Spec: argov1alpha1.AppProjectSpec{SourceNamespaces: []string{"te*"},
+				Destinations: []argov1alpha1.ApplicationDestination{{Server: "https://kubernetes.default.svc", Namespace: "shop"}}}}),
 			target: web(tracked("team_web", "shop", "web"), nil), want: kickv1alpha1.GateAllowed, owner: "team/web"},
 		{name: "annotation in an unwatched namespace", world: (&world{}).add(application("team", "web"), project("default")),
 			target: web(tracked("team_web", "shop", "web"), nil), want: kickv1alpha1.GateOwnerUnknown, msg: "--argocd-application-namespaces"},
@@ -399,9 +403,11 @@ func TestCacheTransforms(t *testing.T) {
 	proj := project("default", &argov1alpha1.InlineSyncWindow{Kind: "allow", Schedule: "* * * * *", Duration: "1h"})
 	proj.Spec.Roles = []argov1alpha1.ProjectRole{{Name: "ci", JWTTokens: []argov1alpha1.JWTToken{{ID: "t"}}}}
 	proj.Spec.SourceNamespaces = []string{"team"}
+	proj.Spec.Destinations = []argov1alpha1.ApplicationDestination{{Server: "https://kubernetes.default.svc", Name: "in-cluster", Namespace: "shop-*"}}
 	out, _ = slimProject(proj)
 	sp := out.(*argov1alpha1.AppProject)
-	if sp.Spec.Roles != nil || len(sp.Spec.SyncWindows) != 1 || len(sp.Spec.SourceNamespaces) != 1 {
+	if sp.Spec.Roles != nil || len(sp.Spec.SyncWindows) != 1 || len(sp.Spec.SourceNamespaces) != 1 ||
+		len(sp.Spec.Destinations) != 1 || sp.Spec.Destinations[0] != (argov1alpha1.ApplicationDestination{Namespace: "shop-*"}) {
 		t.Fatalf("slim project = %+v", sp.Spec)
 	}
 	opts := CacheOptions(Options{Namespace: cp, ApplicationNamespaces: []string{"team", ""}})

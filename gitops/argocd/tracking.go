@@ -40,6 +40,12 @@ type TrackingID struct {
 	Object Identity
 }
 
+// String formats the tracking id as Argo CD writes it. For every id
+// ParseTrackingID accepts, String gives back the value it parsed.
+func (id TrackingID) String() string {
+	return id.App + ":" + id.Object.String()
+}
+
 // ParseTrackingID parses a tracking id. It is stricter than Argo CD's own
 // parser: every part except the group (empty for the core group) must be
 // present, so a truncated or hand-edited value is rejected rather than read

@@ -17,7 +17,7 @@ import (
 // status.resources and of the workloads (of every kind in
 // Options.Workloads) whose tracking metadata names it, so a request waiting
 // for an owner is re-evaluated when one appears. An AppProject change wakes
-// the requests owned by its Applications. A change to argocd-cm (tracking
+// what a change of each of its Applications would wake. A change to argocd-cm (tracking
 // method, instance label key, installation id) wakes every open request
 // that Argo CD's owner resolution decided. Nothing polls; only sync-window
 // boundaries use timers (Decision.RequeueAt).
@@ -42,6 +42,10 @@ func (p *Provider) applicationKeys(ctx context.Context, obj client.Object) []str
 	return append(keys, p.opts.Workloads.TargetKeys(ctx, p.reader, ClaimIndex, ref.String())...)
 }
 
+// projectKeys wakes, for each Application of the project, what an
+// Application change wakes: its destinations take part in owner
+// resolution, so a request waiting for an owner the project did not admit
+// is re-evaluated too.
 func (p *Provider) projectKeys(ctx context.Context, obj client.Object) []string {
 	proj, ok := obj.(*argov1alpha1.AppProject)
 	if !ok || proj.Namespace != p.opts.Namespace {
@@ -51,9 +55,9 @@ func (p *Provider) projectKeys(ctx context.Context, obj client.Object) []string 
 	if err := p.reader.List(ctx, &list, client.MatchingFields{ProjectIndex: proj.Name}); err != nil {
 		return nil
 	}
-	keys := make([]string, 0, len(list.Items))
-	for _, app := range list.Items {
-		keys = append(keys, gitops.OwnerKey("Application", app.Namespace, app.Name))
+	var keys []string
+	for i := range list.Items {
+		keys = append(keys, p.applicationKeys(ctx, &list.Items[i])...)
 	}
 	return keys
 }

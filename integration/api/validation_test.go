@@ -298,3 +298,28 @@ func TestObservationKeepsNanoseconds(t *testing.T) {
 		t.Fatalf("change time came back as %v, want %v", got.Spec.LastRelevantChangeTime, at)
 	}
 }
+
+// TestMinIntervalZeroIsKept: restart.minInterval 0s (or 0) is a valid
+// setting, not a mistake to refuse: it turns the rate limit off
+// (docs/concepts/requests.md#mininterval). The API server keeps it as
+// written instead of defaulting it to 30s, and KICK reads it as no limit.
+func TestMinIntervalZeroIsKept(t *testing.T) {
+	env := cluster.Get(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	for name, value := range map[string]string{"zero-seconds": "0s", "zero": "0"} {
+		if err := create(ctx, env.Client, object(t, "KickPolicy", ns, name, "spec: {restart: {minInterval: \""+value+"\"}}")); err != nil {
+			t.Fatalf("minInterval %s was refused: %v", value, err)
+		}
+		var p kickv1alpha1.KickPolicy
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Spec.Restart == nil || p.Spec.Restart.MinInterval == nil || p.Spec.Restart.MinInterval.Duration != 0 {
+			t.Errorf("minInterval %s stored as %+v, want 0", value, p.Spec.Restart)
+		}
+		if d := p.Spec.EffectiveMinInterval(); d != 0 {
+			t.Errorf("minInterval %s: effective interval %s, want none", value, d)
+		}
+	}
+}

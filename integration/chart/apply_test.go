@@ -158,8 +158,22 @@ func TestChartInstalls(t *testing.T) {
 		{"create", "coordination.k8s.io", "leases", "default", false},
 		{"create", "", "secrets", "default", false},
 		{"delete", "apps", "deployments", "default", false},
+		// /metrics callers are reviewed by the API server (--metrics-secure).
+		{"create", "authentication.k8s.io", "tokenreviews", "", true},
+		{"create", "authorization.k8s.io", "subjectaccessreviews", "", true},
+		// Policies are people's: the manager reads them and writes status.
+		{"list", "kick.corewire.io", "kickpolicies", "default", true},
+		{"patch", "kick.corewire.io", "kickpolicies/status", "default", true},
+		{"create", "kick.corewire.io", "kickpolicies", "default", false},
+		{"update", "kick.corewire.io", "kickpolicies", "default", false},
+		{"patch", "kick.corewire.io", "kickpolicies", "default", false},
+		{"delete", "kick.corewire.io", "kickpolicies", "default", false},
+		{"patch", "kick.corewire.io", "notificationpolicies/status", "default", true},
+		{"update", "kick.corewire.io", "notificationpolicies", "default", false},
+		{"delete", "kick.corewire.io", "notificationpolicies", "default", false},
 	} {
 		what := fmt.Sprintf("%s %s.%s in %q", tc.verb, tc.resource, tc.group, tc.namespace)
+		resource, subresource, _ := strings.Cut(tc.resource, "/")
 		// RBAC reads bindings from its informers: wait for the answer to
 		// settle rather than asking once.
 		cluster.Eventually(t, 30*time.Second, "the authorizer to answer "+what, func() (bool, error) {
@@ -167,7 +181,7 @@ func TestChartInstalls(t *testing.T) {
 				User:   user,
 				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
 				ResourceAttributes: &authorizationv1.ResourceAttributes{
-					Verb: tc.verb, Group: tc.group, Resource: tc.resource, Namespace: tc.namespace,
+					Verb: tc.verb, Group: tc.group, Resource: resource, Subresource: subresource, Namespace: tc.namespace,
 				},
 			}}
 			if err := env.Client.Create(ctx, sar); err != nil {

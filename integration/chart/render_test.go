@@ -20,7 +20,8 @@ import (
 // defaultArgs are the manager args the chart renders with its default values.
 var defaultArgs = []string{
 	"--leader-elect=true",
-	"--metrics-bind-address=:8080",
+	"--metrics-secure=true",
+	"--metrics-bind-address=:8443",
 	"--health-probe-bind-address=:8081",
 	"--rollout-timeout=15m",
 	"--request-retention=24h",
@@ -49,7 +50,9 @@ func TestChartLints(t *testing.T) {
 // TestTemplatesReferenceOnlyDefinedValues renders in strict mode, where a
 // template reading a value that values.yaml does not define is an error.
 func TestTemplatesReferenceOnlyDefinedValues(t *testing.T) {
-	for _, sets := range [][]string{nil, allOn, allOff, {"metrics.serviceMonitor.enabled=true"}} {
+	for _, sets := range [][]string{nil, allOn, allOff, {"metrics.serviceMonitor.enabled=true"},
+		{"metrics.serviceMonitor.enabled=true", "metrics.secure=false"},
+		{"metrics.certSecret=kick-metrics-tls", "metrics.readerServiceAccounts[0].name=prometheus", "metrics.readerServiceAccounts[0].namespace=monitoring"}} {
 		if _, err := renderWith(t, engine.Engine{Strict: true}, "kick", "kick-system", sets...); err != nil {
 			t.Errorf("strict render with %v: %v", sets, err)
 		}
@@ -61,7 +64,7 @@ func TestDefaultValues(t *testing.T) {
 	const ns = "kick-system"
 	rel := mustRender(t, "kick", ns)
 	want := []string{
-		"ClusterRole/kick-manager", "ClusterRole/kick-manager-argocd", "ClusterRole/kick-manager-flux",
+		"ClusterRole/kick-manager", "ClusterRole/kick-manager-argocd", "ClusterRole/kick-manager-flux", "ClusterRole/kick-metrics-reader",
 		"ClusterRoleBinding/kick-manager", "ClusterRoleBinding/kick-manager-argocd", "ClusterRoleBinding/kick-manager-flux",
 		"Deployment/kick-manager", "PodDisruptionBudget/kick-manager", "Role/kick-manager", "RoleBinding/kick-manager",
 		"Service/kick-manager-metrics", "ServiceAccount/kick-manager",
@@ -213,8 +216,9 @@ func TestIntegrationToggles(t *testing.T) {
 				}
 				checkBinding(t, rel, "ClusterRoleBinding", role, "ClusterRole")
 			}
-			// Nothing else is cluster-scoped besides the core role pair.
-			if got, want := len(rel.ofKind("ClusterRole")), 1+countTrue(on); got != want {
+			// Nothing else is cluster-scoped besides the core role pair and
+			// the metrics reader role.
+			if got, want := len(rel.ofKind("ClusterRole")), 2+countTrue(on); got != want {
 				t.Errorf("%d ClusterRoles, want %d: %v", got, want, keys(rel.ofKind("ClusterRole")))
 			}
 			if (slices.Contains(args, "--argocd-namespace=argocd")) != on["argocd"] {
@@ -272,7 +276,8 @@ func TestValuesReachTheManager(t *testing.T) {
 	}
 	want := []string{
 		"--leader-elect=false",
-		"--metrics-bind-address=:8080",
+		"--metrics-secure=true",
+		"--metrics-bind-address=:8443",
 		"--health-probe-bind-address=:8081",
 		"--rollout-timeout=30m",
 		"--request-retention=2h",
@@ -413,4 +418,85 @@ func TestChartMatchesKustomizeInstall(t *testing.T) {
 			t.Errorf("kustomize arg %s is not among the chart's %q", a, defaultArgs)
 		}
 	}
+}
+
+// TestMetricsAreAuthenticated: by default the manager serves /metrics over
+// HTTPS on 8443 behind the API server's authentication and authorization,
+// and the chart ships the ClusterRole a scraper needs (bound only to the
+// accounts listed); the ServiceMonitor scrapes with a bearer token over
+// HTTPS. metrics.secure=false goes back to plain HTTP on 8080.
+func TestMetricsAreAuthenticated(t *testing.T) {
+	rel := mustRender(t, "kick", "ops", "metrics.serviceMonitor.enabled=true")
+	args := rel.managerArgs(t)
+	for _, want := range []string{"--metrics-secure=true", "--metrics-bind-address=:8443"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("args %q lack %s", args, want)
+		}
+	}
+	c := managerContainer(t, rel.mustGet(t, "Deployment", "kick-manager"))
+	if ports := fmt.Sprint(c["ports"]); !strings.Contains(ports, "containerPort:8443 name:metrics") {
+		t.Errorf("container ports %s: want metrics on 8443", ports)
+	}
+	svcPorts, _, _ := unstructured.NestedSlice(rel.mustGet(t, "Service", "kick-manager-metrics").Object, "spec", "ports")
+	if len(svcPorts) != 1 || fmt.Sprint(svcPorts[0].(map[string]any)["port"]) != "8443" {
+		t.Errorf("metrics Service ports %v, want 8443", svcPorts)
+	}
+	reader := rel.mustGet(t, "ClusterRole", "kick-metrics-reader")
+	wantRules := []any{map[string]any{"nonResourceURLs": []any{"/metrics"}, "verbs": []any{"get"}}}
+	if !sameJSON(reader.Object["rules"], wantRules) {
+		t.Errorf("kick-metrics-reader rules %v, want %v", reader.Object["rules"], wantRules)
+	}
+	if rel.get("ClusterRoleBinding", "kick-metrics-reader") != nil {
+		t.Error("the metrics reader role is bound to someone although metrics.readerServiceAccounts is empty")
+	}
+	eps, _, _ := unstructured.NestedSlice(rel.mustGet(t, "ServiceMonitor", "kick-manager").Object, "spec", "endpoints")
+	ep := eps[0].(map[string]any)
+	if ep["scheme"] != "https" || ep["bearerTokenFile"] != "/var/run/secrets/kubernetes.io/serviceaccount/token" ||
+		!sameJSON(ep["tlsConfig"], map[string]any{"insecureSkipVerify": true}) {
+		t.Errorf("ServiceMonitor endpoint %v: want https with Prometheus's token, accepting the self-signed certificate", ep)
+	}
+	if !strings.Contains(rel.Notes, "https://kick-manager-metrics.ops.svc:8443/metrics,\nonly for callers bound to ClusterRole kick-metrics-reader.") {
+		t.Errorf("NOTES.txt does not say who may scrape:\n%s", rel.Notes)
+	}
+	checkManagerAcceptsArgs(t, args)
+
+	// A certificate from a Secret, a CA for the scrape, readers bound by the chart.
+	rel = mustRender(t, "platform", "ops", "metrics.serviceMonitor.enabled=true", "metrics.certSecret=kick-metrics-tls",
+		"metrics.serviceMonitor.tlsConfig.insecureSkipVerify=false",
+		"metrics.serviceMonitor.tlsConfig.serverName=platform-kick-manager-metrics.ops.svc",
+		"metrics.readerServiceAccounts[0].name=prometheus-k8s", "metrics.readerServiceAccounts[0].namespace=monitoring")
+	if args := rel.managerArgs(t); !slices.Contains(args, "--metrics-cert-dir=/etc/kick/metrics-certs") {
+		t.Errorf("args %q lack --metrics-cert-dir", args)
+	}
+	d := rel.mustGet(t, "Deployment", "platform-kick-manager")
+	c = managerContainer(t, d)
+	vols, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "volumes")
+	if !strings.Contains(fmt.Sprint(vols), "secretName:kick-metrics-tls") || !strings.Contains(fmt.Sprint(c["volumeMounts"]), "mountPath:/etc/kick/metrics-certs") {
+		t.Errorf("volumes %v, mounts %v: want the certificate Secret mounted at /etc/kick/metrics-certs", vols, c["volumeMounts"])
+	}
+	eps, _, _ = unstructured.NestedSlice(rel.mustGet(t, "ServiceMonitor", "platform-kick-manager").Object, "spec", "endpoints")
+	if tls := eps[0].(map[string]any)["tlsConfig"]; !sameJSON(tls, map[string]any{"insecureSkipVerify": false, "serverName": "platform-kick-manager-metrics.ops.svc"}) {
+		t.Errorf("tlsConfig %v", tls)
+	}
+	b := rel.mustGet(t, "ClusterRoleBinding", "platform-kick-metrics-reader")
+	ref, _, _ := unstructured.NestedStringMap(b.Object, "roleRef")
+	subjects, _, _ := unstructured.NestedSlice(b.Object, "subjects")
+	if ref["name"] != "platform-kick-metrics-reader" || !sameJSON(subjects, []any{map[string]any{"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"}}) {
+		t.Errorf("metrics reader binding: roleRef %v, subjects %v", ref, subjects)
+	}
+
+	// Plain HTTP when asked for.
+	rel = mustRender(t, "kick", "ops", "metrics.secure=false", "metrics.serviceMonitor.enabled=true")
+	args = rel.managerArgs(t)
+	if !slices.Contains(args, "--metrics-bind-address=:8080") || slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--metrics-secure") }) {
+		t.Errorf("metrics.secure=false: args %q, want plain HTTP on :8080", args)
+	}
+	if rel.get("ClusterRole", "kick-metrics-reader") != nil {
+		t.Error("metrics.secure=false still renders the metrics reader role")
+	}
+	eps, _, _ = unstructured.NestedSlice(rel.mustGet(t, "ServiceMonitor", "kick-manager").Object, "spec", "endpoints")
+	if ep := eps[0].(map[string]any); ep["scheme"] != "http" || ep["bearerTokenFile"] != nil || ep["tlsConfig"] != nil {
+		t.Errorf("metrics.secure=false: ServiceMonitor endpoint %v, want plain http", ep)
+	}
+	checkManagerAcceptsArgs(t, args)
 }

@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
@@ -175,7 +174,7 @@ func metricsOptions(opts options) metricsserver.Options {
 	o := metricsserver.Options{BindAddress: opts.metricsAddr}
 	if opts.metricsSecure {
 		o.SecureServing = true
-		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+		o.FilterProvider = metricsAuth
 		o.CertDir = opts.metricsCertDir
 	}
 	return o

@@ -123,10 +123,7 @@ func TestSecureMetrics(t *testing.T) {
 		want       []int
 	}{
 		{"no token", "", []int{http.StatusUnauthorized}},
-		// controller-runtime's filter answers 500 when the TokenReview
-		// rejects the token (it reports the authenticator's error); 401
-		// would be right. Either way nothing is served.
-		{"a token the API server rejects", "not-a-token", []int{http.StatusUnauthorized, http.StatusInternalServerError}},
+		{"a token the API server rejects", "not-a-token", []int{http.StatusUnauthorized}},
 		{"a ServiceAccount without the reader role", stranger, []int{http.StatusForbidden}},
 	} {
 		code, body, err := scrape(tc.token)

@@ -71,7 +71,8 @@ func cleanKind(kind string) string {
 	if b.Len() == 0 {
 		return "source"
 	}
-	return b.String()
+	// A DNS label's length: the name always keeps room for a prefix and the hash.
+	return b.String()[:min(b.Len(), 63)]
 }
 
 // cleanName lower-cases a name, maps characters outside [a-z0-9.-] to "-"

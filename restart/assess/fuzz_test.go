@@ -48,3 +48,24 @@ func FuzzAssess(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseChange: the change annotation parser never panics, and what it
+// accepts formats back to a value it reads the same way.
+func FuzzParseChange(f *testing.F) {
+	for _, seed := range []string{"", "2026-05-01T10:00:00Z", "2026-05-01T10:00:00.123456789Z/2026-05-01T10:00:00.5Z",
+		"9999-12-31T23:59:59Z", "2026-05-01T10:00:00+02:00", "x/y", "2026-05-01T10:00:00Z/", "/2026-05-01T10:00:00Z"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		c := ParseChange(v)
+		if c.IsZero() {
+			return
+		}
+		if c.Latest.Before(c.Earliest) {
+			t.Fatalf("%q parsed to an interval that ends before it starts: %v", v, c)
+		}
+		if again := ParseChange(FormatChange(c)); !again.Earliest.Equal(c.Earliest) || !again.Latest.Equal(c.Latest) {
+			t.Fatalf("%q: %v formats to %q, which reads back as %v", v, c, FormatChange(c), again)
+		}
+	})
+}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/kick-operator/kick/restart/observe"
 )
 
 // options are the manager's command-line settings. Defaults follow the
@@ -22,6 +24,7 @@ type options struct {
 	leaderElect        bool
 	namespace          string
 	maxConcurrent      int
+	maxFullReads       int
 	kubeAPIQPS         float64
 	kubeAPIBurst       int
 	rolloutTimeout     time.Duration
@@ -58,6 +61,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader so only one replica acts (the manifests turn it on)")
 	fs.StringVar(&o.namespace, "namespace", defaultNamespace(), "the manager's own namespace: leader-election lease and fingerprint key Secret live here (default $POD_NAMESPACE, else kick-system)")
 	fs.IntVar(&o.maxConcurrent, "max-concurrent-reconciles", 32, "workers per controller")
+	fs.IntVar(&o.maxFullReads, "max-full-source-reads", observe.DefaultMaxFullReads, "Secrets and ConfigMaps read in full (to fingerprint them) at once; bounds the memory a tenant's large Secrets can take")
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 0, "client-side rate limit for API requests per second; 0 leaves it off")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 0, "client-side burst when --kube-api-qps is set")
 	fs.DurationVar(&o.rolloutTimeout, "rollout-timeout", 15*time.Minute, "how long a restart's rollout may take before the request fails")
@@ -78,6 +82,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 
 func (o *options) validate() error {
 	var errs []error
+	if o.maxFullReads < 1 {
+		errs = append(errs, fmt.Errorf("--max-full-source-reads must be at least 1, got %d", o.maxFullReads))
+	}
 	if o.maxConcurrent < 1 {
 		errs = append(errs, fmt.Errorf("--max-concurrent-reconciles must be at least 1, got %d", o.maxConcurrent))
 	}

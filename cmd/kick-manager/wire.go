@@ -43,6 +43,8 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 		Keys:      keys,
 		IsManaged: request.Managed(mgr.GetClient()),
 		Kinds:     kinds,
+		// Bounds the memory of full reads whatever the worker count.
+		MaxFullReads: opts.maxFullReads,
 	}
 	if err := observer.SetupWithManager(mgr, observe.Options{MaxConcurrentReconciles: opts.maxConcurrent}); err != nil {
 		return err

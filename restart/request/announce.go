@@ -3,6 +3,7 @@ package request
 import (
 	"context"
 	"reflect"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -39,7 +40,7 @@ func (r *Reconciler) announce(ctx context.Context, orig, kr *kickv1alpha1.KickRe
 		Provider: string(kr.Status.Provider),
 		Target:   router.ObjectRef{APIVersion: kr.Spec.TargetRef.APIVersion, Kind: string(kr.Spec.TargetRef.Kind), Namespace: kr.Namespace, Name: kr.Spec.TargetRef.Name},
 		Policy:   kr.Status.PolicyRef,
-		Time:     s.now,
+		Time:     transitionTime(kr, s.now),
 	}
 	if s.handle.Target != nil {
 		ev.TargetLabels = s.handle.Target.GetLabels()
@@ -106,6 +107,25 @@ func (r *Reconciler) announceGate(ctx context.Context, orig, kr *kickv1alpha1.Ki
 	if err := r.Router.Publish(ctx, ev); err != nil {
 		log.FromContext(ctx).Error(err, "publish gate change")
 	}
+}
+
+// transitionTime is the moment of a phase transition as the request's
+// status keeps it, so the notification id derived from it
+// (router.TransitionID) can be computed again from the stored object after
+// a manager restart: completionTime for a finished request, the restart's
+// stamp when it starts executing, the gate decision's time while it waits.
+// Times are cut as the API server stores them.
+func transitionTime(kr *kickv1alpha1.KickRequest, now time.Time) time.Time {
+	st := &kr.Status
+	switch {
+	case st.Phase.IsTerminal() && st.CompletionTime != nil:
+		return st.CompletionTime.Rfc3339Copy().Time
+	case st.Phase == kickv1alpha1.PhaseExecuting && st.CurrentRollout != nil && st.CurrentRollout.StartedAt != nil:
+		return st.CurrentRollout.StartedAt.Truncate(time.Microsecond)
+	case st.Phase.IsWaiting() && st.Gate != nil && st.Gate.LastEvaluated != nil:
+		return st.Gate.LastEvaluated.Rfc3339Copy().Time
+	}
+	return now
 }
 
 // record emits an Event on the request.

@@ -62,3 +62,27 @@ func TestGateChangesArePublished(t *testing.T) {
 		}
 	}
 }
+
+// TestTransitionTimeIsThePersistedOne: the time a phase notification's id
+// is derived from is the one the stored status keeps, so it can be
+// recomputed from the object after a restart.
+func TestTransitionTimeIsThePersistedOne(t *testing.T) {
+	now := time.Date(2026, 5, 1, 10, 0, 7, 123456789, time.UTC)
+	done := metav1.NewTime(now)
+	restarted := metav1.NewMicroTime(now)
+	for _, tc := range []struct {
+		name string
+		st   kickv1alpha1.KickRequestStatus
+		want time.Time
+	}{
+		{"finished", kickv1alpha1.KickRequestStatus{Phase: kickv1alpha1.PhaseSucceeded, CompletionTime: &done}, now.Truncate(time.Second)},
+		{"executing", kickv1alpha1.KickRequestStatus{Phase: kickv1alpha1.PhaseExecuting,
+			CurrentRollout: &kickv1alpha1.RolloutMarker{StartedAt: &restarted}}, now.Truncate(time.Microsecond)},
+		{"waiting", kickv1alpha1.KickRequestStatus{Phase: kickv1alpha1.PhaseWaitingForGate, Gate: gateAt(kickv1alpha1.GateSuspended, "Suspend", now)}, now.Truncate(time.Second)},
+		{"pending", kickv1alpha1.KickRequestStatus{Phase: kickv1alpha1.PhasePending}, now},
+	} {
+		if got := transitionTime(&kickv1alpha1.KickRequest{Status: tc.st}, now); !got.Equal(tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

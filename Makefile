@@ -114,6 +114,12 @@ test: lint verify-generated unit integration ## everything CI runs
 bench: control-plane build ## benchmark a restart controller on the local control plane (BENCH_FLAGS=-quick for a smoke run)
 	$(GO) run ./integration/bench -bin-dir $(K8S_BIN) $(BENCH_FLAGS)
 
+comma := ,
+.PHONY: bench-peers
+bench-peers: control-plane build ## the floor, KICK and stakater/Reloader (RELOADER=path/to/binary, see hack/bench/build-reloader.sh) on one fixture: one table of ratios
+	$(GO) build -o $(BIN)/bench-floor ./integration/bench/floor
+	$(GO) run ./integration/bench -bin-dir $(K8S_BIN) -peers "floor,kick$(if $(RELOADER),$(comma)reloader=$(RELOADER))" $(BENCH_FLAGS)
+
 ##@ Run
 
 .PHONY: devcluster

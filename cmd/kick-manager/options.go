@@ -29,6 +29,7 @@ type options struct {
 	kubeAPIBurst       int
 	rolloutTimeout     time.Duration
 	requestRetention   time.Duration
+	replayWindow       time.Duration
 	enableArgoCD       bool
 	enableFlux         bool
 	enableKargo        bool
@@ -66,6 +67,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 0, "client-side burst when --kube-api-qps is set")
 	fs.DurationVar(&o.rolloutTimeout, "rollout-timeout", 15*time.Minute, "how long a restart's rollout may take before the request fails")
 	fs.DurationVar(&o.requestRetention, "request-retention", 24*time.Hour, "how long finished KickRequests are kept")
+	fs.DurationVar(&o.replayWindow, "notification-replay-window", time.Hour, "after a manager start, re-send notifications of request transitions this recent that a NotificationPolicy may not have delivered before (same event ids); 0 turns replay off")
 	fs.BoolVar(&o.enableArgoCD, "enable-argocd", true, "gate on Argo CD Applications and AppProjects (skipped when the CRDs are absent)")
 	fs.BoolVar(&o.enableFlux, "enable-flux", true, "gate on Flux Kustomizations and HelmReleases (skipped when the CRDs are absent)")
 	fs.BoolVar(&o.enableKargo, "enable-kargo", false, "gate on Kargo Stages and Promotions (skipped when the CRDs are absent)")
@@ -96,6 +98,9 @@ func (o *options) validate() error {
 	}
 	if o.requestRetention <= 0 {
 		errs = append(errs, fmt.Errorf("--request-retention must be positive, got %s", o.requestRetention))
+	}
+	if o.replayWindow < 0 {
+		errs = append(errs, fmt.Errorf("--notification-replay-window must not be negative, got %s", o.replayWindow))
 	}
 	switch o.argoCDTrackingMethod {
 	case "annotation", "label", "annotation+label":

@@ -85,6 +85,8 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 		DenyCIDRs:               opts.webhookDenyCIDRs,
 		AllowCIDRs:              opts.webhookAllowCIDRs,
 		MaxConcurrentReconciles: opts.maxConcurrent,
+		Replay:                  &request.Replayer{Client: mgr.GetClient(), Kinds: kinds},
+		ReplayWindow:            opts.replayWindow,
 	}); err != nil {
 		return err
 	}

@@ -230,13 +230,13 @@ func TestInvalidSchedule(t *testing.T) {
 		return kickv1alpha1.KickPolicySpec{Schedule: &kickv1alpha1.ScheduleSpec{Windows: []kickv1alpha1.ScheduleWindow{
 			{Type: kickv1alpha1.WindowAllow, Cron: cron, Duration: "1h", TimeZone: zone}}}}
 	}
-	badCron := kickPolicy(ns, "bad-cron", window("61 * * * *", "UTC"))
+	badCron := kickPolicy(ns, "bad-cron", window("30-10 * * * *", "UTC"))
 	badZone := kickPolicy(ns, "bad-zone", window("0 2 * * *", "Mars/Olympus"))
 	badCron.Spec.Discovery = selectApp("a").Discovery
 	badZone.Spec.Discovery = selectApp("b").Discovery
 	create(t, env, badCron, badZone)
 	expect(t, env, ns, "bad-cron", want{ready: metav1.ConditionFalse, reason: policy.ReasonInvalidSchedule,
-		message: []string{"window 0", "61 * * * *"}})
+		message: []string{"window 0", "30-10 * * * *"}})
 	expect(t, env, ns, "bad-zone", want{ready: metav1.ConditionFalse, reason: policy.ReasonInvalidSchedule,
 		message: []string{"window 0", "Mars/Olympus"}})
 	expectEvent(t, env, ns, "bad-zone", corev1.EventTypeWarning, policy.ReasonInvalidSchedule)

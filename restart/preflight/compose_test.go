@@ -205,8 +205,8 @@ func TestDenyMode(t *testing.T) {
 
 func TestWhen(t *testing.T) {
 	for in, want := range map[time.Time]string{
-		time.Date(2026, 12, 2, 2, 0, 0, 0, time.UTC):                      "2026-12-02T02:00Z",
-		time.Date(2026, 12, 2, 2, 0, 5, 0, time.UTC):                      "2026-12-02T02:00:05Z",
+		time.Date(2026, 12, 2, 2, 0, 0, 0, time.UTC):                    "2026-12-02T02:00Z",
+		time.Date(2026, 12, 2, 2, 0, 5, 0, time.UTC):                    "2026-12-02T02:00:05Z",
 		time.Date(2026, 12, 2, 3, 0, 0, 0, time.FixedZone("CET", 3600)): "2026-12-02T02:00Z",
 	} {
 		if got := When(in); got != want {

@@ -44,6 +44,7 @@ type options struct {
 	argoCDLabelKey       string
 	webhookDenyCIDRs     prefixList
 	webhookAllowCIDRs    prefixList
+	preflight            preflightOptions
 }
 
 func defaultNamespace() string {
@@ -79,6 +80,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.argoCDInstallationID, "argocd-installation-id", "", "Argo CD installation id when argocd-cm does not set installationID")
 	fs.StringVar(&o.argoCDLabelKey, "argocd-label-key", "app.kubernetes.io/instance", "label key of Argo CD label tracking when argocd-cm does not set application.instanceLabelKey")
 	fs.Var(&o.webhookDenyCIDRs, "webhook-deny-cidrs", "comma-separated CIDRs notification webhooks may never reach, in addition to those always refused (loopback, unspecified, link-local, cloud metadata addresses)")
+	o.preflight.bind(fs)
 	fs.Var(&o.webhookAllowCIDRs, "webhook-allow-cidrs", "comma-separated CIDRs notification webhooks are restricted to (default: any not denied); a listed range also opens an always-refused one it names as precisely, e.g. 127.0.0.0/8 for receivers on loopback")
 }
 
@@ -122,6 +124,7 @@ func (o *options) validate() error {
 			}
 		}
 	}
+	errs = append(errs, o.preflight.validate(o.namespace)...)
 	return errors.Join(errs...)
 }
 

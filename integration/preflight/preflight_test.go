@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -100,6 +103,30 @@ schedule:
 		want("dry run", apply("dry run", secretYAML(ns, "db", secretKey, secretValue2), "--dry-run=server"), restartsWeb)
 		if v := secretValue(t, f, "db", secretKey); v != secretValue1 {
 			t.Errorf("the dry run wrote the Secret")
+		}
+	})
+	t.Run("kubectl kick preview prints the same answer and writes nothing", func(t *testing.T) {
+		manifest := filepath.Join(t.TempDir(), "db.yaml")
+		if err := os.WriteFile(manifest, []byte(secretYAML(ns, "db", secretKey, secretValue2)+"---\n"+secretYAML(ns, "lonely-preview", secretKey, secretValue1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(cluster.Binary(t, "kubectl-kick"), "--kubeconfig", env.Cluster.Kubeconfig, "preview", "-f", manifest)
+		out, err := cmd.CombinedOutput()
+		seen = append(seen, string(out))
+		if err != nil {
+			t.Fatalf("kubectl kick preview: %v\n%s", err, out)
+		}
+		for _, line := range []string{"secret/db -n " + ns + ":", "  " + restartsWeb, "secret/lonely-preview -n " + ns + ":", "  no answer from KICK"} {
+			if !strings.Contains(string(out), line) {
+				t.Errorf("preview output lacks %q:\n%s", line, out)
+			}
+		}
+		if v := secretValue(t, f, "db", secretKey); v != secretValue1 {
+			t.Errorf("the preview wrote the Secret")
+		}
+		var lonely corev1.Secret
+		if err := env.Client.Get(f.Ctx, client.ObjectKey{Namespace: ns, Name: "lonely-preview"}, &lonely); err == nil {
+			t.Errorf("the preview created a Secret")
 		}
 	})
 	t.Run("metadata-only edit says no restart", func(t *testing.T) {

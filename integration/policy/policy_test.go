@@ -254,10 +254,12 @@ func TestInvalidSchedule(t *testing.T) {
 	}
 }
 
+// TestInvalidSelector: admission refuses unknown operators; what it cannot
+// check (here a label value no label may have) makes the policy not Ready.
 func TestInvalidSelector(t *testing.T) {
 	env, ns := setup(t)
 	spec := kickv1alpha1.KickPolicySpec{Discovery: &kickv1alpha1.DiscoverySpec{
-		DependencySelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kick", Operator: "Near", Values: []string{"yes"}}}}}}
+		DependencySelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kick", Operator: "In", Values: []string{"not a label value"}}}}}}
 	create(t, env, deployment(ns, "web", web), kickPolicy(ns, "odd", spec))
 	expect(t, env, ns, "odd", want{matched: 1, ready: metav1.ConditionFalse, reason: policy.ReasonInvalidSelector,
 		message: []string{"spec.discovery.dependencySelector is invalid"}})

@@ -110,7 +110,7 @@ schedule:
 		if err := os.WriteFile(manifest, []byte(secretYAML(ns, "db", secretKey, secretValue2)+"---\n"+secretYAML(ns, "lonely-preview", secretKey, secretValue1)), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(cluster.Binary(t, "kubectl-kick"), "--kubeconfig", env.Cluster.Kubeconfig, "preview", "-f", manifest)
+		cmd := exec.Command(cluster.Binary(t, "kubectl-kick"), "preview", "--kubeconfig", env.Cluster.Kubeconfig, "-f", manifest)
 		out, err := cmd.CombinedOutput()
 		seen = append(seen, string(out))
 		if err != nil {

@@ -116,3 +116,38 @@ func Line(e Entry, loc *time.Location) string {
 	}
 	return b.String()
 }
+
+// Workload states, for the colour band of a lane.
+const (
+	StateIdle       = "idle"       // nothing pending
+	StateChanged    = "changed"    // a change awaits its restart
+	StateWaiting    = "waiting"    // a gate holds the restart back
+	StateRestarting = "restarting" // restarted, rollout in progress
+	StateFailed     = "failed"     // the last request failed
+)
+
+// State is the state a workload is in after the entries es (sorted).
+func State(es []Entry) string {
+	s := StateIdle
+	for _, e := range es {
+		switch e.Type {
+		case Change:
+			if s != StateWaiting {
+				s = StateChanged
+			}
+		case Gate:
+			if e.Reason != "Allowed" && e.Reason != "" {
+				s = StateWaiting
+			} else {
+				s = StateChanged
+			}
+		case Restart:
+			s = StateRestarting
+		case Completion, Finished:
+			s = StateIdle
+		case Failure:
+			s = StateFailed
+		}
+	}
+	return s
+}

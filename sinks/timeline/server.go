@@ -405,4 +405,3 @@ func (s *Server) dag(r *http.Request, may func(string) bool) (any, error) {
 	}
 	return buildDAG(ns, ws, policies), nil
 }
-

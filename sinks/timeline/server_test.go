@@ -151,4 +151,3 @@ func TestFromRouterGate(t *testing.T) {
 		t.Fatalf("entries = %+v", es)
 	}
 }
-

@@ -28,6 +28,7 @@ Usage:
   kubectl kick restart KIND/NAME [-n NAMESPACE] [--reason TEXT] [--wait] [--timeout 10m]
   kubectl kick explain KIND/NAME [-n NAMESPACE] [-o json]
   kubectl kick list [-n NAMESPACE | -A]
+  kubectl kick timeline KIND/NAME [-n NAMESPACE] [--since 2h] [-o json]
   kubectl kick help
 
 KIND is deployment (deploy), statefulset (sts), daemonset (ds) or rollout.
@@ -42,6 +43,14 @@ verdict (fresh, stale, rollout in progress, cannot assess), what the gate
 says now and the workload's KickRequest. It only reads, and never shows
 Secret values, keys or fingerprints. Kinds: deployment, statefulset,
 daemonset.
+
+"timeline" prints what happened to a workload, one line each, oldest
+first: source changes, gate waits with their reasons, requests, restarts
+and completions, and the Kubernetes Events about the workload and its
+KickRequests, with durations ("restarted 0.8 s after the change; waited
+3h12m for ..."). It reads KickRequests, SourceObservations and Events
+through the API server (no port-forward); the manager's timeline UI shows
+the same entries with more history.
 
 Kubeconfig flags (--kubeconfig, --context, -n/--namespace, --as, ...) work as
 in kubectl; the request is made with your own permissions.
@@ -87,6 +96,8 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return runList(ctx, args[1:], stdout, stderr)
 	case "explain":
 		return runExplain(ctx, args[1:], stdout, stderr)
+	case "timeline":
+		return runTimeline(ctx, args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "kubectl kick: unknown command %q\n\n%s", args[0], help)
 		return exitUsage

@@ -187,7 +187,7 @@ func browse(t *testing.T, chromium, addr, ns string) {
 		t.Fatalf("browser: %s: %v\npage:\n%.4000s", what, err, html)
 	}
 	if err := chromedp.Do(ctx,
-		chromedp.Navigate(fmt.Sprintf("http://%s/timeline/ui?range=15m&filter=%s", addr, ns)),
+		chromedp.Navigate(fmt.Sprintf("http://%s/timeline/ui?range=all&filter=%s", addr, ns)),
 		chromedp.WaitVisible(chromedp.CSS(lane+` [data-type="restart"]`)),
 		chromedp.WaitVisible(chromedp.CSS(lane+` [data-type="change"]`)),
 	); err != nil {

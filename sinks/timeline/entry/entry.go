@@ -108,10 +108,40 @@ func Dedupe(es []Entry) []Entry {
 		}
 		out = append(out, e)
 	}
+	afterRestart(out)
 	return out
 }
 
 func anonID(e Entry) string { return id(Change, e.Workload, e.Time) }
+
+// afterRestart moves the end of a request that the API server dated to the
+// second (completionTime) behind the restart it concludes when both fall
+// in the same second: the rollout cannot have completed before it started.
+// It then sorts es again.
+func afterRestart(es []Entry) {
+	restarts := map[string][]time.Time{}
+	for _, e := range es {
+		if e.Type == Restart {
+			k := e.Key() + "|" + e.Request
+			restarts[k] = append(restarts[k], e.Time)
+		}
+	}
+	moved := false
+	for i := range es {
+		e := &es[i]
+		if e.Type != Completion && e.Type != Failure && e.Type != Finished {
+			continue
+		}
+		for _, r := range restarts[e.Key()+"|"+e.Request] {
+			if !r.Before(e.Time) && r.Sub(e.Time) < time.Second {
+				e.Time, moved = r.Add(time.Microsecond), true
+			}
+		}
+	}
+	if moved {
+		Sort(es)
+	}
+}
 
 // Since keeps the entries at or after from (all when from is zero).
 func Since(es []Entry, from time.Time) []Entry {

@@ -110,3 +110,18 @@ func TestFromEvent(t *testing.T) {
 		t.Fatalf("message not bounded: %d", len(e.Message))
 	}
 }
+
+// TestCompletionInTheRestartsSecond: a completion dated to the second of
+// its restart is shown after the restart, not before it.
+func TestCompletionInTheRestartsSecond(t *testing.T) {
+	restartAt := t0.Add(300 * time.Millisecond)
+	es := Dedupe([]Entry{
+		NewPhase(web, Phase{Request: "r", To: "Succeeded", At: t0.Truncate(time.Second)}),
+		NewChange(web, "Secret db", "Relevant", t0, 1),
+		NewRestart(web, "r", restartAt, 1),
+	})
+	Narrate(es)
+	if es[0].Type != Change || es[1].Type != Restart || es[2].Type != Completion || es[2].Note != "within a second of the restart" {
+		t.Fatalf("entries = %+v", es)
+	}
+}

@@ -57,7 +57,11 @@ func Narrate(es []Entry) {
 			c.restart, c.change, c.gate, c.lastGate = &t, nil, nil, nil
 		case Completion, Failure:
 			if c.restart != nil {
-				e.Note = Duration(e.Time.Sub(*c.restart)) + " after the restart"
+				if d := e.Time.Sub(*c.restart); d < time.Second {
+					e.Note = "within a second of the restart"
+				} else {
+					e.Note = Duration(d) + " after the restart"
+				}
 			}
 			c.restart = nil
 		case Finished:
@@ -78,13 +82,15 @@ func holdReason(g *Entry) string {
 	return g.Reason
 }
 
-// Duration is d for people: "0.8 s" below ten seconds, "42 s", "3m05s",
-// "3h12m", "2d4h".
+// Duration is d for people: "14 ms" below a tenth of a second, "0.8 s"
+// below ten seconds, "42 s", "3m05s", "3h12m", "2d4h".
 func Duration(d time.Duration) string {
 	if d < 0 {
 		d = -d
 	}
 	switch {
+	case d < 100*time.Millisecond:
+		return fmt.Sprintf("%d ms", d.Milliseconds())
 	case d < 10*time.Second:
 		return fmt.Sprintf("%.1f s", d.Seconds())
 	case d < time.Minute:

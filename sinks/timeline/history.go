@@ -1,6 +1,7 @@
 package timeline
 
 import (
+	"hash/maphash"
 	"sync"
 	"time"
 
@@ -16,9 +17,11 @@ type History struct {
 	now    func() time.Time
 
 	mu   sync.RWMutex
-	ring []entry.Entry // insertion order, len == size once full
+	ring []entry.Entry // insertion order, len == size once full; IDs dropped (see idOf)
+	idOf []uint64      // hash of each ring entry's ID, 0 for none
 	head int           // index of the oldest entry once full
-	ids  map[string]struct{}
+	ids  map[uint64]struct{}
+	seed maphash.Seed
 }
 
 // NewHistory returns a history of at most size entries no older than maxAge
@@ -27,7 +30,7 @@ func NewHistory(size int, maxAge time.Duration) *History {
 	if size < 1 {
 		size = 1
 	}
-	return &History{size: size, maxAge: maxAge, now: time.Now, ids: map[string]struct{}{}}
+	return &History{size: size, maxAge: maxAge, now: time.Now, ids: map[uint64]struct{}{}, seed: maphash.MakeSeed()}
 }
 
 // Add records entries.
@@ -39,20 +42,26 @@ func (h *History) Add(es ...entry.Entry) {
 		if !cutoff.IsZero() && e.Time.Before(cutoff) {
 			continue
 		}
+		// Only a hash of the ID is kept: it is what the memory of a long
+		// history is mostly made of otherwise.
+		var idh uint64
 		if e.ID != "" {
-			if _, dup := h.ids[e.ID]; dup {
+			idh = maphash.String(h.seed, e.ID) | 1
+			if _, dup := h.ids[idh]; dup {
 				continue
 			}
-			h.ids[e.ID] = struct{}{}
+			h.ids[idh] = struct{}{}
+			e.ID = ""
 		}
 		if len(h.ring) < h.size {
 			h.ring = append(h.ring, e)
+			h.idOf = append(h.idOf, idh)
 			continue
 		}
-		if old := h.ring[h.head].ID; old != "" {
+		if old := h.idOf[h.head]; old != 0 {
 			delete(h.ids, old)
 		}
-		h.ring[h.head] = e
+		h.ring[h.head], h.idOf[h.head] = e, idh
 		h.head = (h.head + 1) % h.size
 	}
 }

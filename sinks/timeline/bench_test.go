@@ -106,4 +106,3 @@ func BenchmarkRecordedEvent(b *testing.B) {
 		i++
 	}
 }
-

@@ -159,7 +159,7 @@ Try it:
   $kubectl -n shop get kickpolicy,notificationpolicy
   tail -f $dir/receiver.log
   curl -s http://127.0.0.1:18080/metrics | grep ^kick_
-  $root/bin/kubectl-kick timeline deployment/web -n shop
+  $bin/kubectl-kick timeline deployment/web -n shop
 
 The timeline (changes, gates, restarts, events) in your browser:
   http://127.0.0.1:18082/timeline/ui

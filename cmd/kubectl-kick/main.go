@@ -131,6 +131,24 @@ func parseFlags(fs *pflag.FlagSet, args []string) (helpRequested bool, err error
 	return false, nil
 }
 
+// begin parses a subcommand's arguments with parse and connects to the
+// cluster. ok false means the command is over (help printed, or a usage or
+// connection error reported) with exit code code.
+func begin[O any](args []string, parse func([]string) (O, *genericclioptions.ConfigFlags, bool, error), stdout, stderr io.Writer) (o O, s *session, code int, ok bool) {
+	o, cf, helpRequested, err := parse(args)
+	if helpRequested {
+		fmt.Fprint(stdout, help)
+		return o, nil, exitOK, false
+	}
+	if err != nil {
+		return o, nil, report(stderr, err), false
+	}
+	if s, err = connect(cf); err != nil {
+		return o, nil, report(stderr, err), false
+	}
+	return o, s, exitOK, true
+}
+
 // session is a connection to the cluster with the caller's credentials.
 type session struct {
 	client    client.WithWatch

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -59,18 +58,9 @@ type workloadTimeline struct {
 }
 
 func runTimeline(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	o, cf, helpRequested, err := parseTimeline(args)
-	if helpRequested {
-		fmt.Fprint(stdout, help)
-		return exitOK
-	}
-	if err != nil {
-		return report(stderr, err)
-	}
-	s, err := connect(cf)
-	if err != nil {
-		fmt.Fprintf(stderr, "kubectl kick: %v\n", err)
-		return exitFailed
+	o, s, code, ok := begin(args, parseTimeline, stdout, stderr)
+	if !ok {
+		return code
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -87,13 +77,7 @@ func runTimeline(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "kubectl kick: warning: %s\n", msg)
 	}
 	if o.output == "json" {
-		b, err := json.MarshalIndent(tl, "", "  ")
-		if err != nil {
-			fmt.Fprintf(stderr, "kubectl kick: %v\n", err)
-			return exitFailed
-		}
-		fmt.Fprintf(stdout, "%s\n", b)
-		return exitOK
+		return printJSON(stdout, stderr, tl)
 	}
 	printTimeline(stdout, tl, time.Local)
 	return exitOK

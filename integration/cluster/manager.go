@@ -142,6 +142,9 @@ func (m *Manager) Log() string {
 	return string(data)
 }
 
+// FreeAddr returns a free 127.0.0.1 address for a test server.
+func FreeAddr(t testing.TB) string { return freeAddr(t) }
+
 func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")

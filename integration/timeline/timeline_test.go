@@ -307,7 +307,7 @@ func TestTimelineAccess(t *testing.T) {
 	})
 
 	// Bound on every address (not loopback only), reached through loopback.
-	_, port, _ := net.SplitHostPort(freeAddr(t))
+	_, port, _ := net.SplitHostPort(cluster.FreeAddr(t))
 	env.StartManager(t, fixture.ManagerNamespace, "--timeline-bind-address", ":"+port)
 	base := "http://127.0.0.1:" + port
 	cluster.Eventually(t, 30*time.Second, "the timeline to listen", func() (bool, error) {
@@ -359,14 +359,4 @@ func fixtureDeployment(ns, name string) *appsv1.Deployment {
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}}, Spec: fixture.PodSpec("db")},
 	}}
 	return d
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

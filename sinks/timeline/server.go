@@ -331,11 +331,11 @@ type WorkloadTimeline struct {
 func (s *Server) workload(r *http.Request, may func(string) bool) (any, error) {
 	q := r.URL.Query()
 	w := entry.Workload{Namespace: q.Get("namespace"), Kind: q.Get("kind"), Name: q.Get("name")}
-	if w.Namespace == "" || w.Kind == "" || w.Name == "" {
+	if w.Kind == "" || w.Name == "" {
 		return nil, badRequest("namespace, kind and name are required")
 	}
-	if !may(w.Namespace) {
-		return nil, &apiError{status: http.StatusForbidden, msg: "you may not list KickRequests in namespace " + w.Namespace}
+	if _, err := namespaceParam(r, may); err != nil {
+		return nil, err
 	}
 	from, to, err := timeRange(r)
 	if err != nil {
@@ -360,12 +360,9 @@ type Discovery struct {
 
 func (s *Server) discovery(r *http.Request, may func(string) bool) (any, error) {
 	q := r.URL.Query()
-	ns := q.Get("namespace")
-	if ns == "" {
-		return nil, badRequest("namespace is required")
-	}
-	if !may(ns) {
-		return nil, &apiError{status: http.StatusForbidden, msg: "you may not list KickRequests in namespace " + ns}
+	ns, err := namespaceParam(r, may)
+	if err != nil {
+		return nil, err
 	}
 	ws, _, err := s.cat.discover(r.Context(), ns)
 	if err != nil {
@@ -382,6 +379,19 @@ func (s *Server) discovery(r *http.Request, may func(string) bool) (any, error) 
 	return out, nil
 }
 
+// namespaceParam is the required namespace parameter, which the caller must
+// be allowed to see.
+func namespaceParam(r *http.Request, may func(string) bool) (string, error) {
+	ns := r.URL.Query().Get("namespace")
+	if ns == "" {
+		return "", badRequest("namespace is required")
+	}
+	if !may(ns) {
+		return "", &apiError{status: http.StatusForbidden, msg: "you may not list KickRequests in namespace " + ns}
+	}
+	return ns, nil
+}
+
 func contains(list []string, s string) bool {
 	for _, v := range list {
 		if v == s {
@@ -392,12 +402,9 @@ func contains(list []string, s string) bool {
 }
 
 func (s *Server) dag(r *http.Request, may func(string) bool) (any, error) {
-	ns := r.URL.Query().Get("namespace")
-	if ns == "" {
-		return nil, badRequest("namespace is required")
-	}
-	if !may(ns) {
-		return nil, &apiError{status: http.StatusForbidden, msg: "you may not list KickRequests in namespace " + ns}
+	ns, err := namespaceParam(r, may)
+	if err != nil {
+		return nil, err
 	}
 	ws, policies, err := s.cat.discover(r.Context(), ns)
 	if err != nil {

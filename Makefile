@@ -20,13 +20,13 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 # gets its own role (deploy/rbac/NAME), granted only when it is enabled.
 CORE_RBAC_PKGS := ./cmd/... ./restart/request/... ./restart/observe/... ./restart/policy/... ./sinks/...
 INTEGRATIONS   := argocd=./gitops/argocd flux=./gitops/flux kargo=./gitops/kargo \
-	argo-rollouts=./restart/rollout secrets-store-csi=./restart/csi
+	argo-rollouts=./restart/rollout secrets-store-csi=./restart/csi preflight=./restart/preflight/certs
 # The Helm chart and the kustomize components of the integrations that are off
 # by default get copies of the generated CRDs and roles: helm packages only the
 # chart's directory, and kustomize loads files only from below a component's
 # own directory. verify-generated catches a copy that drifted.
 CHART          := deploy/chart/kick
-COMPONENTS     := kargo argo-rollouts secrets-store-csi
+COMPONENTS     := kargo argo-rollouts secrets-store-csi preflight
 
 .PHONY: help
 help: ## list the targets

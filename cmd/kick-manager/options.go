@@ -47,6 +47,7 @@ type options struct {
 	timelineAddr         string
 	timelineHistorySize  int
 	timelineHistoryAge   time.Duration
+	preflight            preflightOptions
 }
 
 func defaultNamespace() string {
@@ -85,6 +86,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.timelineAddr, "timeline-bind-address", "127.0.0.1:8082", "address the timeline UI and API bind to; 0 disables it. On a loopback address anyone who can reach it may read it; elsewhere a caller needs a bearer token and sees only namespaces in which it may list KickRequests")
 	fs.IntVar(&o.timelineHistorySize, "timeline-history-size", 50000, "entries the timeline keeps in memory at most (oldest go first)")
 	fs.DurationVar(&o.timelineHistoryAge, "timeline-history-age", 24*time.Hour, "how long the timeline keeps an entry; 0 keeps entries until --timeline-history-size pushes them out")
+	o.preflight.bind(fs)
 	fs.Var(&o.webhookAllowCIDRs, "webhook-allow-cidrs", "comma-separated CIDRs notification webhooks are restricted to (default: any not denied); a listed range also opens an always-refused one it names as precisely, e.g. 127.0.0.0/8 for receivers on loopback")
 }
 
@@ -134,6 +136,7 @@ func (o *options) validate() error {
 			}
 		}
 	}
+	errs = append(errs, o.preflight.validate(o.namespace)...)
 	return errors.Join(errs...)
 }
 

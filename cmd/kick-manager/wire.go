@@ -90,6 +90,9 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 	}); err != nil {
 		return err
 	}
+	if err := setupPreflight(ctx, mgr, opts, keys, active, kinds); err != nil {
+		return err
+	}
 	if err := wireTimeline(mgr, opts, rt, kinds); err != nil {
 		return err
 	}

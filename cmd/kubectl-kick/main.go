@@ -29,6 +29,7 @@ Usage:
   kubectl kick explain KIND/NAME [-n NAMESPACE] [-o json]
   kubectl kick list [-n NAMESPACE | -A]
   kubectl kick timeline KIND/NAME [-n NAMESPACE] [--since 2h] [-o json]
+  kubectl kick preview -f FILE [-n NAMESPACE] [--delete]
   kubectl kick help
 
 KIND is deployment (deploy), statefulset (sts), daemonset (ds) or rollout.
@@ -52,6 +53,12 @@ KickRequests, with durations ("restarted 0.8 s after the change; waited
 through the API server (no port-forward); the manager's timeline UI shows
 the same entries with more history.
 
+"preview" asks the API server to apply (or with --delete, delete) the
+Secrets and ConfigMaps of FILE as a dry run and prints what KICK's
+admission preflight answers: which workloads it will restart, and when.
+Nothing is written. It needs the preflight enabled in the manager
+(--preflight); "kubectl apply --dry-run=server" shows the same warnings.
+
 Kubeconfig flags (--kubeconfig, --context, -n/--namespace, --as, ...) work as
 in kubectl; the request is made with your own permissions.
 
@@ -59,7 +66,8 @@ Exit codes of "restart --wait": 0 Succeeded, NoLongerRequired or DryRun
 (or not reopened because the workload already carries the change); 1 Failed
 (or not reopened because KICK will not restart it); 2 timeout or bad usage.
 Exit codes of "explain": 0 explained; 1 the workload or a permission is
-missing; 2 bad usage.
+missing; 2 bad usage. Exit codes of "preview": 0 answered; 1 the API server
+refused a dry run; 2 bad usage.
 `
 
 // Exit codes.
@@ -98,6 +106,8 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return runExplain(ctx, args[1:], stdout, stderr)
 	case "timeline":
 		return runTimeline(ctx, args[1:], stdout, stderr)
+	case "preview":
+		return runPreview(ctx, args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "kubectl kick: unknown command %q\n\n%s", args[0], help)
 		return exitUsage

@@ -228,11 +228,7 @@ func (s *step) assess(ctx context.Context) error {
 		// sees it (recordManualRequest keeps that moment).
 		f.Handed = freshness.At(s.now)
 	}
-	if sel := assess.Assess(f).Selection; sel.Policy != nil {
-		d := s.r.GitOps.Decide(ctx, s.handle.Target, sel.Policy, s.now)
-		f.GitOps = &d
-	}
-	s.a = assess.Assess(f)
+	s.a = Decide(ctx, s.r.GitOps, s.handle.Target, f)
 	return nil
 }
 

@@ -28,7 +28,7 @@ trap 'exit 130' INT TERM
 
 # The demo's fixed ports must be free; a demo still running elsewhere would
 # otherwise make the manager or the receiver fail half-way.
-for port in 18080 18081 18090; do
+for port in 18080 18081 18082 18090; do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
     echo "port 127.0.0.1:$port is in use (another demo still running?); stop it and try again"; exit 1
   fi
@@ -55,6 +55,7 @@ kubectl="$k8s/kubectl"
 say "starting kick-manager (log: $dir/manager.log)"
 "$bin/kick-manager" --kubeconfig "$KUBECONFIG" --namespace kick-system \
   --metrics-bind-address 127.0.0.1:18080 --health-probe-bind-address 127.0.0.1:18081 \
+  --timeline-bind-address 127.0.0.1:18082 \
   --webhook-allow-cidrs 127.0.0.1/32 \
   >"$dir/manager.log" 2>&1 &
 pids+=($!)
@@ -158,6 +159,11 @@ Try it:
   $kubectl -n shop get kickpolicy,notificationpolicy
   tail -f $dir/receiver.log
   curl -s http://127.0.0.1:18080/metrics | grep ^kick_
+  $bin/kubectl-kick timeline deployment/web -n shop
+
+The timeline (changes, gates, restarts, events) in your browser:
+  http://127.0.0.1:18082/timeline/ui
+(from another machine: ssh -L 18082:127.0.0.1:18082 this-host, then open the same URL)
 
 EOF
 if [[ "${DEMO_EXIT:-0}" == "1" ]]; then

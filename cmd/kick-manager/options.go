@@ -44,6 +44,9 @@ type options struct {
 	argoCDLabelKey       string
 	webhookDenyCIDRs     prefixList
 	webhookAllowCIDRs    prefixList
+	timelineAddr         string
+	timelineHistorySize  int
+	timelineHistoryAge   time.Duration
 	preflight            preflightOptions
 }
 
@@ -80,6 +83,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.argoCDInstallationID, "argocd-installation-id", "", "Argo CD installation id when argocd-cm does not set installationID")
 	fs.StringVar(&o.argoCDLabelKey, "argocd-label-key", "app.kubernetes.io/instance", "label key of Argo CD label tracking when argocd-cm does not set application.instanceLabelKey")
 	fs.Var(&o.webhookDenyCIDRs, "webhook-deny-cidrs", "comma-separated CIDRs notification webhooks may never reach, in addition to those always refused (loopback, unspecified, link-local, cloud metadata addresses)")
+	fs.StringVar(&o.timelineAddr, "timeline-bind-address", "127.0.0.1:8082", "address the timeline UI and API bind to; 0 disables it. On a loopback address anyone who can reach it may read it; elsewhere a caller needs a bearer token and sees only namespaces in which it may list KickRequests")
+	fs.IntVar(&o.timelineHistorySize, "timeline-history-size", 50000, "entries the timeline keeps in memory at most (oldest go first)")
+	fs.DurationVar(&o.timelineHistoryAge, "timeline-history-age", 24*time.Hour, "how long the timeline keeps an entry; 0 keeps entries until --timeline-history-size pushes them out")
 	o.preflight.bind(fs)
 	fs.Var(&o.webhookAllowCIDRs, "webhook-allow-cidrs", "comma-separated CIDRs notification webhooks are restricted to (default: any not denied); a listed range also opens an always-refused one it names as precisely, e.g. 127.0.0.0/8 for receivers on loopback")
 }
@@ -109,6 +115,12 @@ func (o *options) validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("--argocd-tracking-method must be annotation, label or annotation+label, got %q", o.argoCDTrackingMethod))
 	}
+	if o.timelineHistorySize < 1 {
+		errs = append(errs, fmt.Errorf("--timeline-history-size must be at least 1, got %d", o.timelineHistorySize))
+	}
+	if o.timelineHistoryAge < 0 {
+		errs = append(errs, fmt.Errorf("--timeline-history-age must not be negative, got %s", o.timelineHistoryAge))
+	}
 	if o.namespace == "" {
 		errs = append(errs, errors.New("--namespace must not be empty"))
 	}
@@ -127,6 +139,9 @@ func (o *options) validate() error {
 	errs = append(errs, o.preflight.validate(o.namespace)...)
 	return errors.Join(errs...)
 }
+
+// timelineEnabled reports whether the timeline runs.
+func (o *options) timelineEnabled() bool { return o.timelineAddr != "0" && o.timelineAddr != "" }
 
 // stringList is a comma-separated flag value.
 type stringList []string

@@ -93,6 +93,9 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 	if err := setupPreflight(ctx, mgr, opts, keys, active, kinds); err != nil {
 		return err
 	}
+	if err := wireTimeline(mgr, opts, rt, kinds); err != nil {
+		return err
+	}
 	recorders, err := newThrottledRecorders(ctx, mgr.GetConfig(), mgr.GetScheme())
 	if err != nil {
 		return err

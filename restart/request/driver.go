@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
@@ -214,12 +215,15 @@ func (d *Driver) ensure(ctx context.Context, k WorkloadKey, handed freshness.Cha
 func (d *Driver) restartNow(ctx context.Context, k WorkloadKey, h workload.Handle, finished *kickv1alpha1.KickRequest, a assess.Assessment) error {
 	target := k.memoryKey()
 	cached, _ := h.Current()
+	logger := log.FromContext(ctx).WithValues("target", k.String())
 	if !d.mem.pendingStamp(target, cached).IsZero() {
 		// This process restarted it already; the cache has not caught up.
+		logger.V(1).Info("not restarting at once: this manager's last restart is not in the cache yet")
 		return nil
 	}
 	stamp, value := h.Stamp(d.Now(), a.Latest.Latest)
 	if !d.mem.claim(target, stamp) {
+		logger.V(1).Info("not restarting at once: a restart of it is being applied")
 		return nil
 	}
 	var kr *kickv1alpha1.KickRequest
@@ -234,6 +238,7 @@ func (d *Driver) restartNow(ctx context.Context, k WorkloadKey, h workload.Handl
 	if err != nil || kr == nil {
 		// No request names the stamp: leave the restart to the reconciler.
 		d.mem.settle(target, stamp, false)
+		logger.V(1).Info("not restarting at once: the request was not written with the stamp", "error", err)
 		return err
 	}
 	if err := h.Restart(ctx, d.Client, value); err != nil {
@@ -241,9 +246,11 @@ func (d *Driver) restartNow(ctx context.Context, k WorkloadKey, h workload.Handl
 		// request reconciler decides again from what the workload carries.
 		d.mem.settle(target, stamp, false)
 		d.wake(ctx, kr)
+		logger.V(1).Info("restart at once refused; the request decides again", "error", err)
 		return client.IgnoreNotFound(ignoreConflict(err))
 	}
 	d.mem.settle(target, stamp, true)
+	logger.Info("restarted workload", "request", kr.Name, "via", h.Ref().String(), "stamp", value)
 	d.Metrics.restart(kickv1alpha1.ProviderNone, "started")
 	d.Metrics.observeLatency(d.Now().Sub(a.Latest.Latest))
 	d.wake(ctx, kr)

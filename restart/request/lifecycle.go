@@ -82,11 +82,11 @@ func (s *step) coalesce(ctx context.Context) (bool, error) {
 }
 
 // executingGrace is how long a rollout the driver started may run before
-// its request records phase Executing; executingPoll is how often it is
-// looked at meanwhile (the workload's own updates also wake it).
+// its request records phase Executing; claimPoll is how soon a request
+// looks again while the driver's patch is in flight.
 const (
-	executingGrace = 2 * time.Second
-	executingPoll  = 250 * time.Millisecond
+	executingGrace = 5 * time.Second
+	claimPoll      = 50 * time.Millisecond
 )
 
 // followDriverRestart adopts the restart the driver applied for this
@@ -107,7 +107,7 @@ func (s *step) followDriverRestart() time.Duration {
 	}
 	target := memoryKey(s.kr)
 	if claimed, ok := s.r.mem.claimed(target); ok && claimed.Equal(stamp) {
-		return executingPoll / 5
+		return claimPoll
 	}
 	current, _ := s.handle.Current()
 	if !current.Equal(stamp) && !s.r.mem.pendingStamp(target, current).Equal(stamp) {
@@ -128,15 +128,16 @@ func (s *step) followDriverRestart() time.Duration {
 	return 0
 }
 
-// deferStatus reports whether this reconcile may skip its status write: it
-// only adopted the driver's restart, whose rollout is younger than
-// executingGrace, and nothing of it is recorded yet.
-func (s *step) deferStatus(orig *kickv1alpha1.KickRequest) bool {
+// deferStatus returns how long this reconcile may put off its status
+// write (0: not at all): it only adopted the driver's restart, whose
+// rollout is younger than executingGrace, and nothing of it is recorded
+// yet. The workload's rollout progress wakes the request meanwhile.
+func (s *step) deferStatus(orig *kickv1alpha1.KickRequest) time.Duration {
 	st := &s.kr.Status
 	if !s.adopted || st.Phase != kickv1alpha1.PhaseExecuting || orig.Status.Phase == kickv1alpha1.PhaseExecuting || st.CurrentRollout == nil {
-		return false
+		return 0
 	}
-	return s.now.Sub(st.CurrentRollout.StartedAt.Time) < executingGrace
+	return max(executingGrace-s.now.Sub(st.CurrentRollout.StartedAt.Time), 0)
 }
 
 // driverRestart returns the stamp the driver applied for the request's

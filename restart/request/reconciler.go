@@ -92,12 +92,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		log.FromContext(ctx).Info("restarted workload", "target", s.targetRef(), "via", s.handle.Ref().String(), "stamp", s.restartStamp)
 	}
-	if s.deferStatus(orig) {
+	if wait := s.deferStatus(orig); wait > 0 {
 		// Nothing to record yet: the rollout the driver started is young and
 		// the request's annotations already say everything a restarted
-		// manager needs. Most rollouts finish within the grace, and their
-		// request then goes from Pending to Succeeded in one write.
-		return ctrl.Result{RequeueAfter: executingPoll}, nil
+		// manager needs. A rollout that finishes within the grace takes its
+		// request from Pending to Succeeded in one write.
+		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	if err := r.writeStatus(ctx, orig, &kr); err != nil {
 		return ctrl.Result{}, err

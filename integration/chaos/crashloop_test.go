@@ -1,0 +1,47 @@
+package chaos
+
+import (
+	"testing"
+	"time"
+
+	"github.com/kick-operator/kick/integration/fixture"
+)
+
+// TestCrashLoop SIGKILLs the manager at random moments while every Secret
+// changes round after round, and starts a new one each time (same
+// namespace, same flags): a kill may land while Secrets are written,
+// between a change and its KickRequest, between a restart patch and the
+// status that records it, or while a new manager syncs its caches. Every
+// Deployment must still restart exactly once per round.
+func TestCrashLoop(t *testing.T) {
+	deployments, rounds, kills := pick(30, 200), pick(5, 10), pick(5, 20)
+	// Writes are spread over spread; kills land within window of a
+	// round's start, so both writes and restarts are hit.
+	spread := pick(time.Second, 4*time.Second)
+	window := spread + pick(2*time.Second, 6*time.Second)
+
+	start := time.Now()
+	f := fixture.Setup(t)
+	l := newLoad(f, deployments)
+	killed := 0
+	for r := 1; r <= rounds; r++ {
+		writes := l.change(spread)
+		roundStart := time.Now()
+		for range kills*r/rounds - kills*(r-1)/rounds {
+			sleepRandom(window)
+			t.Logf("round %d: SIGKILL at +%s", r, time.Since(roundStart).Round(time.Millisecond))
+			f.Mgr.Kill()
+			killed++
+			f.Mgr = f.Env.StartManager(t, fixture.ManagerNamespace)
+		}
+		if err := <-writes; err != nil {
+			t.Fatal(err)
+		}
+		if err := l.wait(pick(time.Minute, 3*time.Minute)); err != nil {
+			t.Error(err)
+			break
+		}
+	}
+	restarts, lost, duplicated := l.count()
+	l.figures("crash-loop", restarts, lost, duplicated, "kills", killed, "duration", time.Since(start).Round(time.Second))
+}

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -28,7 +29,7 @@ func TestCrashLoop(t *testing.T) {
 		writes := l.change(spread)
 		roundStart := time.Now()
 		for range kills*r/rounds - kills*(r-1)/rounds {
-			sleepRandom(window)
+			time.Sleep(rand.N(window)) // the fault's moment
 			t.Logf("round %d: SIGKILL at +%s", r, time.Since(roundStart).Round(time.Millisecond))
 			f.Mgr.Kill()
 			killed++

@@ -248,8 +248,3 @@ func (l *load) figures(scenario string, restarts, lost, duplicated int, kv ...an
 	}
 	l.f.T.Log(b.String())
 }
-
-// sleepRandom sleeps a random time below d: the moment of a fault.
-func sleepRandom(d time.Duration) {
-	time.Sleep(rand.N(d))
-}

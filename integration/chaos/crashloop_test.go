@@ -19,19 +19,24 @@ func TestCrashLoop(t *testing.T) {
 	// Writes are spread over spread; kills land within window of a
 	// round's start, so both writes and restarts are hit.
 	spread := pick(time.Second, 4*time.Second)
-	window := spread + pick(2*time.Second, 6*time.Second)
+	window := spread + pick(time.Second, 6*time.Second)
 
 	start := time.Now()
 	f := fixture.Setup(t)
 	l := newLoad(f, deployments)
-	killed := 0
+	killed, pendingAtKills := 0, 0
 	for r := 1; r <= rounds; r++ {
 		writes := l.change(spread)
 		roundStart := time.Now()
 		for range kills*r/rounds - kills*(r-1)/rounds {
 			time.Sleep(rand.N(window)) // the fault's moment
-			t.Logf("round %d: SIGKILL at +%s", r, time.Since(roundStart).Round(time.Millisecond))
+			inFlight, err := l.pending()
+			if err != nil {
+				t.Fatal(err)
+			}
 			f.Mgr.Kill()
+			pendingAtKills += inFlight
+			t.Logf("round %d: SIGKILL at +%s with %d changes not yet answered", r, time.Since(roundStart).Round(time.Millisecond), inFlight)
 			killed++
 			f.Mgr = f.Env.StartManager(t, fixture.ManagerNamespace)
 		}
@@ -44,5 +49,5 @@ func TestCrashLoop(t *testing.T) {
 		}
 	}
 	restarts, lost, duplicated := l.count()
-	l.figures("crash-loop", restarts, lost, duplicated, "kills", killed, "duration", time.Since(start).Round(time.Second))
+	l.figures("crash-loop", restarts, lost, duplicated, "kills", killed, "pending_at_kills", pendingAtKills, "duration", time.Since(start).Round(time.Second))
 }

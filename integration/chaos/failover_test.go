@@ -71,6 +71,9 @@ func failover(t *testing.T, l *load, replicas []*cluster.Manager) (lease, restar
 	f := l.f
 	i := leader(t, replicas)
 	before := holder(f)
+	if inFlight, err := l.pending(); err == nil {
+		t.Logf("SIGKILL of the leader with %d changes not yet answered", inFlight)
+	}
 	replicas[i].Kill()
 	killed := time.Now()
 	// The killed leader can write no more: any restart from here on is the

@@ -43,8 +43,9 @@ type load struct {
 	changes int
 
 	mu sync.Mutex
-	// written is when each Secret got its write of the current round.
-	written []time.Time
+	// written is when each Secret got its last write, and in which round.
+	written      []time.Time
+	writtenRound []int
 	// latencies are write → restart seen, of every change so far.
 	latencies []time.Duration
 }
@@ -63,7 +64,7 @@ func newLoad(f *fixture.F, n int) *load {
 			LocalObjectReference: corev1.LocalObjectReference{Name: name(i)}, Key: "v"}}}}
 		f.Deployment(name(i), 1, spec)
 	}
-	l := &load{f: f, n: n, written: make([]time.Time, n)}
+	l := &load{f: f, n: n, written: make([]time.Time, n), writtenRound: make([]int, n)}
 	cluster.Eventually(f.T, 2*time.Minute, fmt.Sprintf("%d Deployments to become available", n), func() (bool, error) {
 		var list appsv1.DeploymentList
 		if err := f.Env.Client.List(f.Ctx, &list, client.InNamespace(f.NS)); err != nil {
@@ -122,7 +123,7 @@ func (l *load) write(i, round int) error {
 		cancel()
 		if err == nil {
 			l.mu.Lock()
-			l.written[i] = time.Now()
+			l.written[i], l.writtenRound[i] = time.Now(), round
 			l.mu.Unlock()
 			return nil
 		}
@@ -147,6 +148,24 @@ func (l *load) generations() ([]int64, error) {
 		}
 	}
 	return gens, nil
+}
+
+// pending counts the Secrets written in the current round whose
+// Deployment has not restarted for that write yet: the changes in flight.
+func (l *load) pending() (int, error) {
+	gens, err := l.generations()
+	if err != nil {
+		return 0, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for i, g := range gens {
+		if l.writtenRound[i] == l.round && g < int64(1+l.round) {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // wait waits until every Deployment restarted for the current round (its

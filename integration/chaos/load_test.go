@@ -21,6 +21,7 @@ import (
 	"github.com/kick-operator/kick/cmd/kick-devcluster/controlplane"
 	"github.com/kick-operator/kick/integration/cluster"
 	"github.com/kick-operator/kick/integration/fixture"
+	"github.com/kick-operator/kick/restart/freshness"
 )
 
 // policy restarts every workload of the namespace at once: no gate, no
@@ -42,15 +43,23 @@ type load struct {
 	// changes counts the Secret writes.
 	changes int
 
-	mu sync.Mutex
-	// written is when each Secret got its last write, and in which round.
+	// latencies are write → restart stamp, of every change so far.
+	latencies []time.Duration
+
+	// mu guards what the writing goroutine sets: when each Secret got its
+	// last write, and in which round.
+	mu           sync.Mutex
 	written      []time.Time
 	writtenRound []int
-	// latencies are write → restart seen, of every change so far.
-	latencies []time.Duration
 }
 
 func name(i int) string { return fmt.Sprintf("app-%03d", i) }
+
+// index is the inverse of name: false for an object that is not the load's.
+func (l *load) index(obj string) (int, bool) {
+	i, err := strconv.Atoi(strings.TrimPrefix(obj, "app-"))
+	return i, err == nil && strings.HasPrefix(obj, "app-") && i >= 0 && i < l.n
+}
 
 // newLoad creates the policy, the Secrets and the Deployments, and waits
 // until every Deployment is available and KICK recorded every Secret.
@@ -72,7 +81,7 @@ func newLoad(f *fixture.F, n int) *load {
 		}
 		ready := 0
 		for i := range list.Items {
-			if strings.HasPrefix(list.Items[i].Name, "app-") && controlplane.DeploymentAvailable(&list.Items[i]) {
+			if _, ok := l.index(list.Items[i].Name); ok && controlplane.DeploymentAvailable(&list.Items[i]) {
 				ready++
 			}
 		}
@@ -143,7 +152,7 @@ func (l *load) generations() ([]int64, error) {
 	}
 	gens := make([]int64, l.n)
 	for _, d := range list.Items {
-		if i, err := strconv.Atoi(strings.TrimPrefix(d.Name, "app-")); err == nil && strings.HasPrefix(d.Name, "app-") && i < l.n {
+		if i, ok := l.index(d.Name); ok {
 			gens[i] = d.Generation
 		}
 	}
@@ -169,30 +178,22 @@ func (l *load) pending() (int, error) {
 }
 
 // wait waits until every Deployment restarted for the current round (its
-// generation is 1 + round) and records how long each took after its
-// Secret's write. A Deployment found further along is duplicated and ends
-// the wait at once.
+// generation is 1 + round), then records each change's latency. A
+// Deployment found further along is duplicated and ends the wait at once.
 func (l *load) wait(timeout time.Duration) error {
 	want := int64(1 + l.round)
-	seen := make([]bool, l.n)
-	return cluster.Poll(timeout, fmt.Sprintf("every Deployment to restart for round %d", l.round), func() (bool, error) {
+	err := cluster.Poll(timeout, fmt.Sprintf("every Deployment to restart for round %d", l.round), func() (bool, error) {
 		gens, err := l.generations()
 		if err != nil {
 			return false, err
 		}
-		now := time.Now()
 		var behind []string
-		l.mu.Lock()
-		defer l.mu.Unlock()
 		for i, g := range gens {
 			switch {
 			case g > want:
 				return true, nil // duplicated: the final count reports it
 			case g < want:
 				behind = append(behind, name(i))
-			case !seen[i]:
-				seen[i] = true
-				l.latencies = append(l.latencies, now.Sub(l.written[i]))
 			}
 		}
 		if len(behind) > 5 {
@@ -200,6 +201,38 @@ func (l *load) wait(timeout time.Duration) error {
 		}
 		return len(behind) == 0, fmt.Errorf("not restarted: %s", strings.Join(behind, ", "))
 	})
+	if err != nil {
+		return err
+	}
+	before := len(l.latencies)
+	if err := l.measure(); err != nil {
+		return err
+	}
+	p50, worst := percentiles(l.latencies[before:])
+	l.f.T.Logf("round %d: every Deployment restarted; write → restart p50 %s, max %s", l.round, p50, worst)
+	return nil
+}
+
+// measure records, per Deployment, the time from its Secret's last write
+// to the restart stamp KICK wrote for it: the moment KICK decided the
+// restart, just before its patch (both clocks are this machine's).
+func (l *load) measure() error {
+	var list appsv1.DeploymentList
+	if err := l.f.Env.Client.List(l.f.Ctx, &list, client.InNamespace(l.f.NS)); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, d := range list.Items {
+		i, ok := l.index(d.Name)
+		if !ok {
+			continue
+		}
+		if stamp, ok := freshness.ParseStamp(d.Spec.Template.Annotations[freshness.RestartedAtAnnotation]); ok {
+			l.latencies = append(l.latencies, stamp.Sub(l.written[i]))
+		}
+	}
+	return nil
 }
 
 // count settles the manager (every KickRequest finished, then a canary
@@ -241,25 +274,23 @@ func (l *load) count() (restarts, lost, duplicated int) {
 	return restarts, lost, duplicated
 }
 
-// latency returns the median and the largest write → restart time so far.
-func (l *load) latency() (p50, worst time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.latencies) == 0 {
+// percentiles returns the median and the largest of ds.
+func percentiles(ds []time.Duration) (p50, worst time.Duration) {
+	if len(ds) == 0 {
 		return 0, 0
 	}
-	s := slices.Clone(l.latencies)
+	s := slices.Clone(ds)
 	slices.Sort(s)
-	return s[len(s)/2], s[len(s)-1]
+	return s[len(s)/2].Round(time.Millisecond), s[len(s)-1].Round(time.Millisecond)
 }
 
 // figures logs one parsable line: "chaos: SCENARIO key=value ...", with
 // the load's counts and latencies appended to the given pairs.
 func (l *load) figures(scenario string, restarts, lost, duplicated int, kv ...any) {
-	p50, worst := l.latency()
+	p50, worst := percentiles(l.latencies)
 	kv = append([]any{"deployments", l.n, "rounds", l.round, "changes", l.changes}, kv...)
 	kv = append(kv, "restarts", restarts, "lost", lost, "duplicated", duplicated,
-		"latency_p50", p50.Round(time.Millisecond), "latency_max", worst.Round(time.Millisecond), "form", pick("short", "full"))
+		"latency_p50", p50, "latency_max", worst, "form", pick("short", "full"))
 	var b strings.Builder
 	b.WriteString("chaos: " + scenario)
 	for i := 0; i+1 < len(kv); i += 2 {

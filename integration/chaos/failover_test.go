@@ -71,7 +71,7 @@ func failover(t *testing.T, l *load, replicas []*cluster.Manager) (lease, restar
 	f := l.f
 	i := leader(t, replicas)
 	before := holder(f)
-	if inFlight, err := l.pending(); err == nil {
+	if _, inFlight, err := l.progress(); err == nil {
 		t.Logf("SIGKILL of the leader with %d changes not yet answered", inFlight)
 	}
 	replicas[i].Kill()

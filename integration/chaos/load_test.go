@@ -159,22 +159,26 @@ func (l *load) generations() ([]int64, error) {
 	return gens, nil
 }
 
-// pending counts the Secrets written in the current round whose
-// Deployment has not restarted for that write yet: the changes in flight.
-func (l *load) pending() (int, error) {
+// progress counts the Secrets written in the current round whose
+// Deployment has restarted for that write (answered) and has not yet
+// (pending: the changes in flight).
+func (l *load) progress() (answered, pending int, err error) {
 	gens, err := l.generations()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n := 0
 	for i, g := range gens {
-		if l.writtenRound[i] == l.round && g < int64(1+l.round) {
-			n++
+		switch {
+		case l.writtenRound[i] != l.round:
+		case g < int64(1+l.round):
+			pending++
+		default:
+			answered++
 		}
 	}
-	return n, nil
+	return answered, pending, nil
 }
 
 // wait waits until every Deployment restarted for the current round (its

@@ -39,17 +39,7 @@ func outage(t *testing.T, component, scenario string, down time.Duration) {
 		var back time.Time
 		if r == 1 {
 			time.Sleep(spread / 2) // the fault's moment: half the Secrets written
-			if err := f.Env.Cluster.StopComponent(component); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(down) // the outage itself
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			err := f.Env.Cluster.StartComponent(ctx, component)
-			cancel()
-			if err != nil {
-				t.Fatal(err)
-			}
-			back = time.Now()
+			back = stopFor(t, f, component, down)
 		}
 		if err := <-writes; err != nil {
 			t.Fatal(err)
@@ -69,4 +59,28 @@ func outage(t *testing.T, component, scenario string, down time.Duration) {
 		t.Errorf("kick-manager exited during the %s outage instead of recovering by itself", component)
 	}
 	l.figures(scenario, restarts, lost, duplicated, "down", down, "manager_exits", managerExits, "recovery", recovery.Round(time.Millisecond))
+}
+
+// stopFor stops a control-plane component, starts it again after down and
+// returns when it serves again. Should the test end in between, the
+// component is started again for the tests that follow.
+func stopFor(t *testing.T, f *fixture.F, component string, down time.Duration) time.Time {
+	t.Helper()
+	if err := f.Env.Cluster.StopComponent(component); err != nil {
+		t.Fatal(err)
+	}
+	stopped := true
+	t.Cleanup(func() {
+		if stopped {
+			_ = f.Env.Cluster.StartComponent(context.Background(), component)
+		}
+	})
+	time.Sleep(down) // the outage itself
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := f.Env.Cluster.StartComponent(ctx, component); err != nil {
+		t.Fatal(err)
+	}
+	stopped = false
+	return time.Now()
 }

@@ -110,6 +110,11 @@ integration: control-plane build ## integration tests on the local control plane
 .PHONY: test
 test: lint verify-generated unit integration ## everything CI runs
 
+.PHONY: chaos
+chaos: control-plane build ## fault suite, long form: manager SIGKILLs, leader failover, kube-apiserver and etcd outages under 200 Deployments; prints the figures (docs/operations/reliability.md)
+	KICK_CHAOS=full KICK_K8S_BIN=$(K8S_BIN) KICK_BIN=$(BIN) $(GO) test -count=1 -timeout 60m -p 1 -v ./integration/chaos/ 2>&1 | tee $(BIN)/chaos.log
+	@grep -ho 'chaos: .*' $(BIN)/chaos.log
+
 .PHONY: bench
 bench: control-plane build ## benchmark a restart controller on the local control plane (BENCH_FLAGS=-quick for a smoke run)
 	$(GO) run ./integration/bench -bin-dir $(K8S_BIN) $(BENCH_FLAGS)

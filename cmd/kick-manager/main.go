@@ -135,6 +135,9 @@ func run() error {
 		LeaderElectionID:              "kick-manager.kick.corewire.io",
 		LeaderElectionNamespace:       opts.namespace,
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &opts.leaseDuration,
+		RenewDeadline:                 &opts.renewDeadline,
+		RetryPeriod:                   &opts.retryPeriod,
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)

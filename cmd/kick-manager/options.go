@@ -22,6 +22,9 @@ type options struct {
 	probeAddr          string
 	pprofAddr          string
 	leaderElect        bool
+	leaseDuration      time.Duration
+	renewDeadline      time.Duration
+	retryPeriod        time.Duration
 	namespace          string
 	maxConcurrent      int
 	maxFullReads       int
@@ -64,6 +67,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz endpoints bind to")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "address a Go pprof endpoint binds to, for profiling (empty: off)")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader so only one replica acts (the manifests turn it on)")
+	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "with --leader-elect: how long the other replicas wait after the leader's last renewal before taking over; a leader that crashed is replaced after at most this long")
+	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "with --leader-elect: how long the leader keeps trying to renew before it gives up leading and exits; shorter than the lease duration")
+	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "with --leader-elect: how often replicas try to acquire or renew the lease")
 	fs.StringVar(&o.namespace, "namespace", defaultNamespace(), "the manager's own namespace: leader-election lease and fingerprint key Secret live here (default $POD_NAMESPACE, else kick-system)")
 	fs.IntVar(&o.maxConcurrent, "max-concurrent-reconciles", 32, "workers per controller")
 	fs.IntVar(&o.maxFullReads, "max-full-source-reads", observe.DefaultMaxFullReads, "Secrets and ConfigMaps read in full (to fingerprint them) at once; bounds the memory a tenant's large Secrets can take")
@@ -109,6 +115,11 @@ func (o *options) validate() error {
 	}
 	if o.replayWindow < 0 {
 		errs = append(errs, fmt.Errorf("--notification-replay-window must not be negative, got %s", o.replayWindow))
+	}
+	// The bounds client-go's leader election enforces, said in flag names.
+	if o.retryPeriod <= 0 || o.renewDeadline <= o.retryPeriod*6/5 || o.leaseDuration <= o.renewDeadline {
+		errs = append(errs, fmt.Errorf("leader election needs --leader-elect-lease-duration (%s) > --leader-elect-renew-deadline (%s) > 1.2 × --leader-elect-retry-period (%s) > 0",
+			o.leaseDuration, o.renewDeadline, o.retryPeriod))
 	}
 	switch o.argoCDTrackingMethod {
 	case "annotation", "label", "annotation+label":

@@ -120,6 +120,17 @@ func (m *Manager) signal(sig syscall.Signal) {
 	}
 }
 
+// Exited reports whether the process has ended, whether or not Stop or
+// Kill ended it.
+func (m *Manager) Exited() bool {
+	select {
+	case <-m.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // Metrics returns the manager's /metrics text.
 func (m *Manager) Metrics() (string, error) {
 	resp, err := http.Get("http://" + m.metrics + "/metrics")

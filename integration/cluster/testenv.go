@@ -178,16 +178,23 @@ func (e *Env) DumpNamespace(t testing.TB, namespace string) {
 // passes, then fails the test with the last error cond reported.
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
+	if err := Poll(timeout, what, cond); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Poll is Eventually for a caller that wants to go on after a timeout (to
+// report figures, say): it returns an error naming what and the last error
+// cond reported instead of failing the test.
+func Poll(timeout time.Duration, what string, cond func() (bool, error)) error {
 	deadline := time.Now().Add(timeout)
-	var last error
 	for {
 		ok, err := cond()
 		if ok {
-			return
+			return nil
 		}
-		last = err
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, last)
+			return fmt.Errorf("timed out after %s waiting for %s (last error: %v)", timeout, what, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -248,15 +248,41 @@ func (c *Cluster) startEtcd(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return waitFor(ctx, 60*time.Second, p, "etcd to report healthy", func() (bool, error) {
-		resp, err := http.Get(client + "/health")
+	return c.waitReady(ctx, p)
+}
+
+// waitReady waits until a component that was just started serves: etcd
+// reports healthy, kube-apiserver is ready. Other components have no check.
+func (c *Cluster) waitReady(ctx context.Context, p *process) error {
+	switch p.name {
+	case "etcd":
+		return waitFor(ctx, 60*time.Second, p, "etcd to report healthy", c.etcdHealthy)
+	case "kube-apiserver":
+		rc, err := rest.HTTPClientFor(c.Config)
 		if err != nil {
-			return false, nil
+			return err
 		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode == http.StatusOK && strings.Contains(string(body), `"health":"true"`), nil
-	})
+		return waitFor(ctx, 120*time.Second, p, "kube-apiserver /readyz", func() (bool, error) {
+			resp, err := rc.Get(c.Config.Host + "/readyz")
+			if err != nil {
+				return false, nil
+			}
+			defer resp.Body.Close()
+			_, _ = io.Copy(io.Discard, resp.Body)
+			return resp.StatusCode == http.StatusOK, nil
+		})
+	}
+	return nil
+}
+
+func (c *Cluster) etcdHealthy() (bool, error) {
+	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(c.ports["etcd"]) + "/health")
+	if err != nil {
+		return false, nil
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode == http.StatusOK && strings.Contains(string(body), `"health":"true"`), nil
 }
 
 func (c *Cluster) startAPIServer(ctx context.Context, p *pki) error {
@@ -286,19 +312,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, p *pki) error {
 	if err != nil {
 		return err
 	}
-	rc, err := rest.HTTPClientFor(c.Config)
-	if err != nil {
-		return err
-	}
-	return waitFor(ctx, 120*time.Second, proc, "kube-apiserver /readyz", func() (bool, error) {
-		resp, err := rc.Get(c.Config.Host + "/readyz")
-		if err != nil {
-			return false, nil
-		}
-		defer resp.Body.Close()
-		_, _ = io.Copy(io.Discard, resp.Body)
-		return resp.StatusCode == http.StatusOK, nil
-	})
+	return c.waitReady(ctx, proc)
 }
 
 func (c *Cluster) startControllers(p *pki) error {

@@ -15,9 +15,12 @@ import (
 )
 
 // process is one control-plane component running as a child process whose
-// output goes to a log file.
+// output goes to a log file. binary and args are kept so the component can
+// be started again the same way.
 type process struct {
 	name    string
+	binary  string
+	args    []string
 	cmd     *exec.Cmd
 	logPath string
 	logFile *os.File
@@ -27,7 +30,8 @@ type process struct {
 
 func startProcess(name, binary string, args []string, logDir string) (*process, error) {
 	logPath := filepath.Join(logDir, name+".log")
-	f, err := os.Create(logPath)
+	// Appended to: a component started again keeps its earlier log.
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +45,7 @@ func startProcess(name, binary string, args []string, logDir string) (*process, 
 		f.Close()
 		return nil, fmt.Errorf("start %s (%s): %w", name, binary, err)
 	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, logFile: f, done: make(chan struct{})}
+	p := &process{name: name, binary: binary, args: args, cmd: cmd, logPath: logPath, logFile: f, done: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
 		f.Close()

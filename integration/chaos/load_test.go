@@ -1,0 +1,304 @@
+package chaos
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/cmd/kick-devcluster/controlplane"
+	"github.com/kick-operator/kick/integration/cluster"
+	"github.com/kick-operator/kick/integration/fixture"
+	"github.com/kick-operator/kick/restart/freshness"
+)
+
+// policy restarts every workload of the namespace at once: no gate, no
+// minInterval, no settle.
+const policy = "discovery: {workloadSelector: {}}\nrestart: {minInterval: 0s}"
+
+// load is n Deployments (app-000, ...), each consuming its own Secret (of
+// the same name) through an env valueFrom, in the fixture's namespace.
+// Changes go in rounds: a round writes every Secret once, and the next
+// round starts only once every Deployment restarted for the last one, so
+// no two changes of a Secret can be coalesced into one restart and each
+// Deployment must end with exactly one restart per round. A restart is a
+// pod-template change, so it is counted by metadata.generation, which
+// nothing else moves here.
+type load struct {
+	f     *fixture.F
+	n     int
+	round int
+	// changes counts the Secret writes.
+	changes int
+
+	// latencies are write → restart stamp, of every change so far.
+	latencies []time.Duration
+
+	// mu guards what the writing goroutine sets: when each Secret got its
+	// last write, and in which round.
+	mu           sync.Mutex
+	written      []time.Time
+	writtenRound []int
+}
+
+func name(i int) string { return fmt.Sprintf("app-%03d", i) }
+
+// index is the inverse of name: false for an object that is not the load's.
+func (l *load) index(obj string) (int, bool) {
+	i, err := strconv.Atoi(strings.TrimPrefix(obj, "app-"))
+	return i, err == nil && strings.HasPrefix(obj, "app-") && i >= 0 && i < l.n
+}
+
+// newLoad creates the policy, the Secrets and the Deployments, and waits
+// until every Deployment is available and KICK recorded every Secret.
+func newLoad(f *fixture.F, n int) *load {
+	f.T.Helper()
+	f.Policy("all", policy)
+	for i := range n {
+		f.Secret(name(i), map[string]string{"v": "0"}, nil)
+		spec := fixture.PodSpec()
+		spec.Containers[0].Env = []corev1.EnvVar{{Name: "V", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: name(i)}, Key: "v"}}}}
+		f.Deployment(name(i), 1, spec)
+	}
+	l := &load{f: f, n: n, written: make([]time.Time, n), writtenRound: make([]int, n)}
+	cluster.Eventually(f.T, 2*time.Minute, fmt.Sprintf("%d Deployments to become available", n), func() (bool, error) {
+		var list appsv1.DeploymentList
+		if err := f.Env.Client.List(f.Ctx, &list, client.InNamespace(f.NS)); err != nil {
+			return false, err
+		}
+		ready := 0
+		for i := range list.Items {
+			if _, ok := l.index(list.Items[i].Name); ok && controlplane.DeploymentAvailable(&list.Items[i]) {
+				ready++
+			}
+		}
+		return ready == n, fmt.Errorf("%d of %d available", ready, n)
+	})
+	cluster.Eventually(f.T, time.Minute, fmt.Sprintf("observation records of %d Secrets", n), func() (bool, error) {
+		var list kickv1alpha1.SourceObservationList
+		if err := f.Env.Client.List(f.Ctx, &list, client.InNamespace(f.NS)); err != nil {
+			return false, err
+		}
+		return len(list.Items) >= n, fmt.Errorf("%d of %d records", len(list.Items), n)
+	})
+	return l
+}
+
+// change starts the next round: it writes every Secret once, in random
+// order and evenly spread over spread, from a goroutine. A write the API
+// server refuses (an outage) is retried for up to two minutes. The channel
+// yields nil or the first failure once every write is done.
+func (l *load) change(spread time.Duration) <-chan error {
+	l.round++
+	l.changes += l.n
+	round, order := l.round, rand.Perm(l.n)
+	done := make(chan error, 1)
+	go func() {
+		start := time.Now()
+		for k, i := range order {
+			if d := time.Until(start.Add(spread * time.Duration(k) / time.Duration(l.n))); d > 0 {
+				time.Sleep(d) // pacing the load, not waiting for a condition
+			}
+			if err := l.write(i, round); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	return done
+}
+
+func (l *load) write(i, round int) error {
+	patch := fmt.Sprintf(`{"data":{"v":%q}}`, base64.StdEncoding.EncodeToString([]byte(strconv.Itoa(round))))
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: l.f.NS, Name: name(i)}}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := l.f.Env.Client.Patch(ctx, s, client.RawPatch(types.MergePatchType, []byte(patch)))
+		cancel()
+		if err == nil {
+			l.mu.Lock()
+			l.written[i], l.writtenRound[i] = time.Now(), round
+			l.mu.Unlock()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("round %d: write Secret %s: %w", round, name(i), err)
+		}
+		time.Sleep(200 * time.Millisecond) // an outage: try again
+	}
+}
+
+// generations reads metadata.generation of every load Deployment.
+func (l *load) generations() ([]int64, error) {
+	var list metav1.PartialObjectMetadataList
+	list.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("DeploymentList"))
+	if err := l.f.Env.Client.List(l.f.Ctx, &list, client.InNamespace(l.f.NS)); err != nil {
+		return nil, err
+	}
+	gens := make([]int64, l.n)
+	for _, d := range list.Items {
+		if i, ok := l.index(d.Name); ok {
+			gens[i] = d.Generation
+		}
+	}
+	return gens, nil
+}
+
+// progress counts the Secrets written in the current round whose
+// Deployment has restarted for that write (answered) and has not yet
+// (pending: the changes in flight).
+func (l *load) progress() (answered, pending int, err error) {
+	gens, err := l.generations()
+	if err != nil {
+		return 0, 0, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, g := range gens {
+		switch {
+		case l.writtenRound[i] != l.round:
+		case g < int64(1+l.round):
+			pending++
+		default:
+			answered++
+		}
+	}
+	return answered, pending, nil
+}
+
+// wait waits until every Deployment restarted for the current round (its
+// generation is 1 + round), then records each change's latency. A
+// Deployment found further along is duplicated and ends the wait at once.
+func (l *load) wait(timeout time.Duration) error {
+	want := int64(1 + l.round)
+	err := cluster.Poll(timeout, fmt.Sprintf("every Deployment to restart for round %d", l.round), func() (bool, error) {
+		gens, err := l.generations()
+		if err != nil {
+			return false, err
+		}
+		var behind []string
+		for i, g := range gens {
+			switch {
+			case g > want:
+				return true, nil // duplicated: the final count reports it
+			case g < want:
+				behind = append(behind, name(i))
+			}
+		}
+		if len(behind) > 5 {
+			behind = append(behind[:5], "...")
+		}
+		return len(behind) == 0, fmt.Errorf("not restarted: %s", strings.Join(behind, ", "))
+	})
+	if err != nil {
+		return err
+	}
+	before := len(l.latencies)
+	if err := l.measure(); err != nil {
+		return err
+	}
+	p50, worst := percentiles(l.latencies[before:])
+	l.f.T.Logf("round %d: every Deployment restarted; write → restart p50 %s, max %s", l.round, p50, worst)
+	return nil
+}
+
+// measure records, per Deployment, the time from its Secret's last write
+// to the restart stamp KICK wrote for it: the moment KICK decided the
+// restart, just before its patch (both clocks are this machine's).
+func (l *load) measure() error {
+	var list appsv1.DeploymentList
+	if err := l.f.Env.Client.List(l.f.Ctx, &list, client.InNamespace(l.f.NS)); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, d := range list.Items {
+		i, ok := l.index(d.Name)
+		if !ok {
+			continue
+		}
+		if stamp, ok := freshness.ParseStamp(d.Spec.Template.Annotations[freshness.RestartedAtAnnotation]); ok {
+			l.latencies = append(l.latencies, stamp.Sub(l.written[i]))
+		}
+	}
+	return nil
+}
+
+// count settles the manager (every KickRequest finished, then a canary
+// change restarted) and compares each Deployment's restarts with the
+// rounds: lost are changes without a restart, duplicated are restarts
+// beyond one per change.
+func (l *load) count() (restarts, lost, duplicated int) {
+	f := l.f
+	f.T.Helper()
+	if err := cluster.Poll(time.Minute, "every KickRequest to finish", func() (bool, error) {
+		open := 0
+		for _, kr := range f.Requests() {
+			if !kr.Status.Phase.IsTerminal() {
+				open++
+			}
+		}
+		return open == 0, fmt.Errorf("%d open", open)
+	}); err != nil {
+		f.T.Error(err)
+	} else {
+		f.Barrier()
+	}
+	gens, err := l.generations()
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	for i, g := range gens {
+		got := int(g - 1)
+		restarts += got
+		switch {
+		case got < l.round:
+			lost += l.round - got
+			f.T.Errorf("%s restarted %d times for %d changes", name(i), got, l.round)
+		case got > l.round:
+			duplicated += got - l.round
+			f.T.Errorf("%s restarted %d times for %d changes", name(i), got, l.round)
+		}
+	}
+	return restarts, lost, duplicated
+}
+
+// percentiles returns the median and the largest of ds.
+func percentiles(ds []time.Duration) (p50, worst time.Duration) {
+	if len(ds) == 0 {
+		return 0, 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2].Round(time.Millisecond), s[len(s)-1].Round(time.Millisecond)
+}
+
+// figures logs one parsable line: "chaos: SCENARIO key=value ...", with
+// the load's counts and latencies appended to the given pairs.
+func (l *load) figures(scenario string, restarts, lost, duplicated int, kv ...any) {
+	p50, worst := percentiles(l.latencies)
+	kv = append([]any{"deployments", l.n, "rounds", l.round, "changes", l.changes}, kv...)
+	kv = append(kv, "restarts", restarts, "lost", lost, "duplicated", duplicated,
+		"latency_p50", p50, "latency_max", worst, "form", pick("short", "full"))
+	var b strings.Builder
+	b.WriteString("chaos: " + scenario)
+	for i := 0; i+1 < len(kv); i += 2 {
+		fmt.Fprintf(&b, " %v=%v", kv[i], kv[i+1])
+	}
+	l.f.T.Log(b.String())
+}

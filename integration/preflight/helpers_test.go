@@ -131,13 +131,3 @@ func servedCert(addr string, bundle []byte) (*x509.Certificate, error) {
 	defer conn.Close()
 	return conn.ConnectionState().PeerCertificates[0], nil
 }
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}

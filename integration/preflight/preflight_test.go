@@ -40,7 +40,7 @@ const (
 // certificate lifetime, and goes through the cases kubectl users see.
 func TestPreflight(t *testing.T) {
 	env := cluster.Get(t)
-	addr := freePort(t)
+	addr := cluster.FreeAddr(t)
 	suffix := fmt.Sprintf("%d", time.Now().UnixNano()%1000000)
 	vwcName, certSecret := "kick-preflight-"+suffix, "kick-preflight-tls-"+suffix
 	ns := env.Namespace(t)

@@ -15,6 +15,7 @@ import (
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/router"
+	"github.com/kick-operator/kick/sinks/format"
 )
 
 // stored is kr as the API server returns it: through JSON, so times are cut as stored.
@@ -70,13 +71,13 @@ func TestReplayRepeatsAnnouncedIDs(t *testing.T) {
 		live := announced(with(tc.from), with(tc.to), now.Add(time.Second))
 		ids := map[string]bool{}
 		for _, ev := range live {
-			ids[eventID(ev)] = true
+			ids[format.EventID(ev)] = true
 		}
 		replayed := replayEvents(stored(t, with(tc.to)), nil, now.Add(-time.Minute))
 		var phase, gate int
 		for _, ev := range replayed {
-			if !ids[eventID(ev)] {
-				t.Errorf("%s: replayed %T with id %s, which was never announced", tc.name, ev, eventID(ev))
+			if !ids[format.EventID(ev)] {
+				t.Errorf("%s: replayed %T with id %s, which was never announced", tc.name, ev, format.EventID(ev))
 			}
 			switch ev.(type) {
 			case router.PhaseChanged:
@@ -96,16 +97,6 @@ func TestReplayRepeatsAnnouncedIDs(t *testing.T) {
 	if got := replayEvents(with(kickv1alpha1.KickRequestStatus{Phase: kickv1alpha1.PhasePending}), nil, time.Time{}); len(got) != 0 {
 		t.Errorf("a pending request replayed %v", got)
 	}
-}
-
-func eventID(ev router.Event) string {
-	switch e := ev.(type) {
-	case router.PhaseChanged:
-		return e.TransitionID()
-	case router.GateChanged:
-		return e.DecisionID()
-	}
-	return ""
 }
 
 // TestReplayerReadsTargetLabels: the replayer reads requests of one namespace and their target

@@ -107,8 +107,12 @@ fuzz: ## run every Fuzz* target for FUZZTIME each (default 30s)
 integration: control-plane build ## integration tests on the local control plane
 	KICK_K8S_BIN=$(K8S_BIN) KICK_BIN=$(BIN) $(GO) test -count=1 -timeout 40m -p 1 ./integration/...
 
+.PHONY: fuzz-brief
+fuzz-brief: ## every Fuzz* target for 2s each (part of make test)
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=2s
+
 .PHONY: test
-test: lint verify-generated unit integration ## everything CI runs
+test: lint verify-generated unit fuzz-brief integration ## everything CI runs
 
 .PHONY: chaos
 chaos: control-plane build ## fault suite, long form: manager SIGKILLs, leader failover, kube-apiserver and etcd outages under 200 Deployments; prints the figures (docs/operations/reliability.md)

@@ -104,6 +104,10 @@ type PhaseChanged struct {
 	// phases only), e.g. RestartCompleted, UpToDate, RolloutTimeout.
 	Outcome        string
 	OutcomeMessage string
+	// RestartedAt is when KICK restarted the target in this cycle, on a
+	// Succeeded transition; a quick restart goes from Pending to Succeeded
+	// without an Executing transition, and this keeps its restart visible.
+	RestartedAt time.Time
 }
 
 func (PhaseChanged) Kind() EventKind { return KindPhaseChanged }

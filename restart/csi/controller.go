@@ -287,7 +287,11 @@ func plain(ms []mount) []Mount {
 }
 
 // current keeps the mounts whose pod still exists, is not being deleted and
-// still belongs to ref, reading every pod afresh.
+// still belongs to ref, reading every pod and every status afresh. The
+// statuses are read again too: once the pods that disagreed are leaving (a
+// restart is rolling), the ones left must not agree on a version the cache
+// merely has not updated yet, or the observer would report a rotation back
+// to the old versions.
 func (r *Reconciler) current(ctx context.Context, ref workload.Ref, mounts []mount) ([]mount, error) {
 	var out []mount
 	for _, m := range mounts {
@@ -295,8 +299,21 @@ func (r *Reconciler) current(ctx context.Context, ref workload.Ref, mounts []mou
 		if err != nil {
 			return nil, err
 		}
-		if ok && got == ref {
-			out = append(out, m)
+		if !ok || got != ref {
+			continue
+		}
+		fresh := &SecretProviderClassPodStatus{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(m.status), fresh); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("read %s/%s: %w", m.status.Namespace, m.status.Name, err)
+		}
+		if fresh.DeletionTimestamp != nil {
+			continue
+		}
+		if mounted, ok := MountOf(r.Keys, fresh); ok {
+			out = append(out, mount{mounted, fresh})
 		}
 	}
 	return out, nil

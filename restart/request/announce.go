@@ -89,6 +89,9 @@ func phaseEvent(kr *kickv1alpha1.KickRequest, from kickv1alpha1.KickRequestPhase
 			ev.Outcome, ev.OutcomeMessage = c.Reason, c.Message
 		}
 	}
+	if m := kr.Status.CurrentRollout; to == kickv1alpha1.PhaseSucceeded && m != nil && m.StartedAt != nil {
+		ev.RestartedAt = m.StartedAt.Time
+	}
 	if o := kr.Status.Owner; o != nil {
 		ev.Owner = o.Kind + " " + o.Namespace + "/" + o.Name
 	}

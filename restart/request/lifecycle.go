@@ -105,12 +105,10 @@ func (s *step) followDriverRestart() time.Duration {
 	if stamp.Before(s.a.Latest.Latest) {
 		return 0 // it does not cover the change this request answers now
 	}
-	target := memoryKey(s.kr)
-	if claimed, ok := s.r.mem.claimed(target); ok && claimed.Equal(stamp) {
+	switch s.driverRestartState(stamp) {
+	case restartInFlight:
 		return claimPoll
-	}
-	current, _ := s.handle.Current()
-	if !current.Equal(stamp) && !s.r.mem.pendingStamp(target, current).Equal(stamp) {
+	case restartNotApplied:
 		return 0
 	}
 	d := s.a.Gate.Decision()
@@ -153,4 +151,28 @@ func driverRestart(kr *kickv1alpha1.KickRequest) (time.Time, bool) {
 		return time.Time{}, false // none, unreadable, or already recorded
 	}
 	return stamp, true
+}
+
+// A driver restart named by a request is in flight (this process is
+// patching), applied (the workload carries the stamp, or this process
+// wrote it and the cache lags), or not applied (refused, or the manager
+// stopped before the patch).
+type driverRestartState int
+
+const (
+	restartNotApplied driverRestartState = iota
+	restartInFlight
+	restartApplied
+)
+
+func (s *step) driverRestartState(stamp time.Time) driverRestartState {
+	target := memoryKey(s.kr)
+	if claimed, ok := s.r.mem.claimed(target); ok && claimed.Equal(stamp) {
+		return restartInFlight
+	}
+	current, _ := s.handle.Current()
+	if current.Equal(stamp) || s.r.mem.pendingStamp(target, current).Equal(stamp) {
+		return restartApplied
+	}
+	return restartNotApplied
 }

@@ -164,10 +164,15 @@ func (s *step) run(ctx context.Context) (ctrl.Result, error) {
 	}
 	if finished {
 		v := s.a.Reopen(s.kr)
-		if _, ok := driverRestart(s.kr); ok {
-			// The driver reopened it and restarted at once: the workload
-			// may already carry the change, but this cycle is the record.
-			v = assess.ReopenVerdict{Reopen: true, Reason: kickv1alpha1.ReasonNewChange, Message: "a newer change reopened the request"}
+		if stamp, ok := driverRestart(s.kr); ok {
+			switch s.driverRestartState(stamp) {
+			case restartInFlight:
+				return ctrl.Result{RequeueAfter: claimPoll}, nil
+			case restartApplied:
+				// The driver reopened it and restarted at once: the workload
+				// already carries the change, but this cycle is the record.
+				v = assess.ReopenVerdict{Reopen: true, Reason: kickv1alpha1.ReasonNewChange, Message: "a newer change reopened the request"}
+			}
 		}
 		s.answerChange(v)
 		if !v.Reopen {
@@ -329,6 +334,11 @@ func (s *step) evaluate() ctrl.Result {
 	if a.Gate.DryRun {
 		s.finish(kickv1alpha1.PhaseDryRun, kickv1alpha1.ReasonDryRun, fmt.Sprintf("dry run: would restart %s now (%s)", s.targetRef(), a.VerdictMessage))
 		return ctrl.Result{RequeueAfter: s.r.Retention}
+	}
+	if _, applying := s.r.mem.claimed(memoryKey(s.kr)); applying {
+		// The driver is restarting this workload right now; decide again
+		// once its patch landed (or was refused).
+		return ctrl.Result{RequeueAfter: claimPoll}
 	}
 	cachedStamp, _ := s.handle.Current()
 	if pending := s.r.mem.pendingStamp(memoryKey(s.kr), cachedStamp); !pending.IsZero() && !freshness.Newer(a.Latest, pending) {

@@ -3,6 +3,7 @@ package timeline
 import (
 	"context"
 
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/router"
 	"github.com/kick-operator/kick/sinks/timeline/entry"
 )
@@ -34,10 +35,16 @@ func FromRouter(ev router.Event) []entry.Entry {
 		}
 		return out
 	case router.PhaseChanged:
-		return []entry.Entry{entry.NewPhase(workloadOf(ev.Target), entry.Phase{
+		w := workloadOf(ev.Target)
+		phase := entry.NewPhase(w, entry.Phase{
 			Request: ev.Request.Name, From: ev.From, To: ev.To, At: ev.Time,
 			Reason: ev.Reason, Outcome: ev.Outcome, OutcomeMessage: ev.OutcomeMessage,
-		})}
+		})
+		if ev.From != string(kickv1alpha1.PhaseExecuting) && !ev.RestartedAt.IsZero() {
+			// A quick restart was never announced as Executing.
+			return []entry.Entry{entry.NewRestart(w, ev.Request.Name, ev.RestartedAt, 0), phase}
+		}
+		return []entry.Entry{phase}
 	case router.GateChanged:
 		return []entry.Entry{entry.NewGate(workloadOf(ev.Target), entry.GateDecision{
 			Request: ev.Request.Name, Stage: ev.Stage, Reason: ev.Reason, Message: ev.Message,

@@ -20,13 +20,13 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 # gets its own role (deploy/rbac/NAME), granted only when it is enabled.
 CORE_RBAC_PKGS := ./cmd/... ./restart/request/... ./restart/observe/... ./restart/policy/... ./sinks/...
 INTEGRATIONS   := argocd=./gitops/argocd flux=./gitops/flux kargo=./gitops/kargo \
-	argo-rollouts=./restart/rollout secrets-store-csi=./restart/csi
+	argo-rollouts=./restart/rollout secrets-store-csi=./restart/csi preflight=./restart/preflight/certs
 # The Helm chart and the kustomize components of the integrations that are off
 # by default get copies of the generated CRDs and roles: helm packages only the
 # chart's directory, and kustomize loads files only from below a component's
 # own directory. verify-generated catches a copy that drifted.
 CHART          := deploy/chart/kick
-COMPONENTS     := kargo argo-rollouts secrets-store-csi
+COMPONENTS     := kargo argo-rollouts secrets-store-csi preflight
 
 .PHONY: help
 help: ## list the targets
@@ -118,6 +118,12 @@ chaos: control-plane build ## fault suite, long form: manager SIGKILLs, leader f
 .PHONY: bench
 bench: control-plane build ## benchmark a restart controller on the local control plane (BENCH_FLAGS=-quick for a smoke run)
 	$(GO) run ./integration/bench -bin-dir $(K8S_BIN) $(BENCH_FLAGS)
+
+comma := ,
+.PHONY: bench-peers
+bench-peers: control-plane build ## the floor, KICK and stakater/Reloader (RELOADER=path/to/binary, see hack/bench/build-reloader.sh) on one fixture: one table of ratios
+	$(GO) build -o $(BIN)/bench-floor ./integration/bench/floor
+	$(GO) run ./integration/bench -bin-dir $(K8S_BIN) -peers "floor,kick$(if $(RELOADER),$(comma)reloader=$(RELOADER))" $(BENCH_FLAGS)
 
 ##@ Run
 

@@ -26,6 +26,14 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# The demo's fixed ports must be free; a demo still running elsewhere would
+# otherwise make the manager or the receiver fail half-way.
+for port in 18080 18081 18082 18090; do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+    echo "port 127.0.0.1:$port is in use (another demo still running?); stop it and try again"; exit 1
+  fi
+done
+
 say "starting the local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok)"
 "$bin/kick-devcluster" up --dir "$dir/cluster" --bin-dir "$k8s" --kick-crds "$root/deploy/crds" \
   >"$dir/devcluster.out" 2>"$dir/devcluster.err" &
@@ -47,6 +55,7 @@ kubectl="$k8s/kubectl"
 say "starting kick-manager (log: $dir/manager.log)"
 "$bin/kick-manager" --kubeconfig "$KUBECONFIG" --namespace kick-system \
   --metrics-bind-address 127.0.0.1:18080 --health-probe-bind-address 127.0.0.1:18081 \
+  --timeline-bind-address 127.0.0.1:18082 \
   --webhook-allow-cidrs 127.0.0.1/32 \
   >"$dir/manager.log" 2>&1 &
 pids+=($!)
@@ -62,6 +71,11 @@ curl -fsS http://127.0.0.1:18081/readyz >/dev/null || { echo "kick-manager is no
 say "starting a CloudEvents receiver on 127.0.0.1:18090 (log: $dir/receiver.log)"
 "$bin/kick-devcluster" receive --port 18090 >"$dir/receiver.log" 2>&1 &
 pids+=($!)
+for _ in $(seq 1 30); do
+  (exec 3<>/dev/tcp/127.0.0.1/18090) 2>/dev/null && break
+  sleep 1
+done
+(exec 3<>/dev/tcp/127.0.0.1/18090) 2>/dev/null || { echo "the receiver is not listening"; cat "$dir/receiver.log"; exit 1; }
 
 say "applying the sample: namespace shop, Secret, Deployment, KickPolicy, NotificationPolicy"
 "$kubectl" apply -f - <<'YAML'
@@ -103,10 +117,14 @@ spec:
     format: cloudevents
 YAML
 "$kubectl" -n shop rollout status deployment/web --timeout=2m
+# KICK records the Secret's content first (a baseline, no restart); only a
+# change after that is one to act on.
+recorded=0
 for _ in $(seq 1 60); do
-  "$kubectl" -n shop get sourceobservations -o name 2>/dev/null | grep -q . && break
+  "$kubectl" -n shop get sourceobservations -o name 2>/dev/null | grep -q . && { recorded=1; break; }
   sleep 1
 done
+[[ $recorded == 1 ]] || { echo "KICK did not record web-secret"; tail -50 "$dir/manager.log"; exit 1; }
 "$kubectl" -n shop get replicasets
 
 say "changing the Secret's data"
@@ -141,6 +159,11 @@ Try it:
   $kubectl -n shop get kickpolicy,notificationpolicy
   tail -f $dir/receiver.log
   curl -s http://127.0.0.1:18080/metrics | grep ^kick_
+  $bin/kubectl-kick timeline deployment/web -n shop
+
+The timeline (changes, gates, restarts, events) in your browser:
+  http://127.0.0.1:18082/timeline/ui
+(from another machine: ssh -L 18082:127.0.0.1:18082 this-host, then open the same URL)
 
 EOF
 if [[ "${DEMO_EXIT:-0}" == "1" ]]; then

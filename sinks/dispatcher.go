@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -87,13 +88,13 @@ func (d *dispatcher) run(ctx context.Context) {
 }
 
 // subscribeLocked gives st its own router subscription: a drop-oldest queue of
-// Options.QueueCapacity events that only takes what st.wants. Its drops are counted in the
+// Options.QueueCapacity events that only takes what st.wants (st.accept). Its drops are counted in the
 // policy's status.dropped and kick_notification_dropped_total; the kick_router_* metrics
 // show all policies' queues together under the subscriber label "notifications". Callers
 // hold d.mu.
 func (d *dispatcher) subscribeLocked(st *policyState) error {
-	sub, err := d.opts.Router.Subscribe(SubscriberName+"/"+st.key.String(), router.DropOldest, d.opts.QueueCapacity, st.wants,
-		router.MetricsLabel(SubscriberName), router.OnDrop(func(router.Event) { d.dropped(st) }))
+	sub, err := d.opts.Router.Subscribe(SubscriberName+"/"+st.key.String(), router.DropOldest, d.opts.QueueCapacity, st.accept,
+		router.MetricsLabel(SubscriberName), router.OnDrop(func(ev router.Event) { d.dropped(st, ev) }))
 	if err != nil {
 		return fmt.Errorf("subscribing NotificationPolicy %s to events: %w", st.key, err)
 	}
@@ -101,9 +102,10 @@ func (d *dispatcher) subscribeLocked(st *policyState) error {
 	return nil
 }
 
-// dropped counts an event st's full queue discarded.
-func (d *dispatcher) dropped(st *policyState) {
+// dropped counts an event st's full queue discarded (given up).
+func (d *dispatcher) dropped(st *policyState, ev router.Event) {
 	st.mu.Lock()
+	st.pending.done(eventTime(ev))
 	st.dropped++
 	st.dirty = true
 	st.mu.Unlock()
@@ -141,6 +143,7 @@ func (d *dispatcher) apply(p *kickv1alpha1.NotificationPolicy, m matcher, cfg *d
 	}
 	if st == nil {
 		st = newPolicyState(p)
+		d.startFrom(st, p, time.Now())
 		st.sel.Store(sel)
 		if err := d.subscribeLocked(st); err != nil {
 			d.mu.Unlock()
@@ -240,4 +243,19 @@ func (d *dispatcher) announce(st *policyState, c metav1.Condition) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: st.key.Namespace, Name: st.key.Name, UID: st.uid},
 	}
 	d.recorder.Eventf(obj, nil, kind, c.Reason, eventAction, "%s", c.Message)
+}
+
+// startFrom sets where a new state's watermark starts at now: at the stored one, from which
+// its worker first replays what a previous leader may not have delivered (when replay is on);
+// for a policy that has none yet, at now, so a new policy gets no history.
+func (d *dispatcher) startFrom(st *policyState, p *kickv1alpha1.NotificationPolicy, now time.Time) {
+	h := p.Status.HandledThrough
+	if h == nil {
+		st.floor = now
+		return
+	}
+	st.floor = h.Time
+	if d.opts.Replay != nil && d.opts.ReplayWindow > 0 {
+		st.replaying, st.replayFrom = true, replayFrom(h.Time, now, d.opts.ReplayWindow)
+	}
 }

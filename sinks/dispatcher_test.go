@@ -444,9 +444,9 @@ func TestRecordOutcomes(t *testing.T) {
 	}
 
 	st.mu.Lock()
-	patch, _ := json.Marshal(st.statusPatch())
+	patch, _ := json.Marshal(st.statusPatch(time.Now()))
 	st.lastError = ""
-	cleared, _ := json.Marshal(st.statusPatch())
+	cleared, _ := json.Marshal(st.statusPatch(time.Now()))
 	st.mu.Unlock()
 	for _, want := range []string{`"uid":"uid-1"`, `"delivered":1`, `"failed":3`, `"observedGeneration":1`, `"reason":"Gone"`} {
 		if !strings.Contains(string(patch), want) {

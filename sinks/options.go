@@ -75,6 +75,14 @@ type Options struct {
 	// an allowed one (allowing 169.254.0.0/16 leaves 169.254.169.254/32 denied).
 	AllowCIDRs []netip.Prefix
 
+	// Replay, with a positive ReplayWindow, makes every policy with a watermark
+	// (status.handledThrough) re-send, when the dispatcher first takes it up after a manager
+	// start, the events Replay returns that it delivers and that are not older than its
+	// watermark nor than ReplayWindow: notifications a previous leader may not have delivered.
+	// They carry the ids they were announced with. Nil, or a zero window: no replay.
+	Replay       ReplaySource
+	ReplayWindow time.Duration
+
 	// MaxConcurrentReconciles is the number of reconcile workers; 0 means 1.
 	MaxConcurrentReconciles int
 }

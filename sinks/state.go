@@ -43,6 +43,12 @@ type policyState struct {
 
 	dirty, urgent bool // status differs from the last write; write it without waiting
 	lastFlush     time.Time
+
+	// The watermark (status.handledThrough) is computed from these when written.
+	pending    pendingTimes // events accepted and not yet delivered or given up
+	floor      time.Time    // the last watermark; for a new policy its first reconcile
+	replaying  bool         // the worker has not read the events it replays yet: the watermark stays at floor
+	replayFrom time.Time    // what the worker replays starts here
 }
 
 // selection is the part of a policy's spec that decides which events it delivers.
@@ -66,6 +72,25 @@ func (st *policyState) wants(ev router.Event) bool {
 	return s != nil && !s.suspended && namespaceOf(ev) == st.key.Namespace && s.match.matches(ev)
 }
 
+// accept is st's router filter: what st.wants, counted as pending from here on.
+func (st *policyState) accept(ev router.Event) bool {
+	if !st.wants(ev) {
+		return false
+	}
+	st.mu.Lock()
+	st.pending.add(eventTime(ev))
+	st.mu.Unlock()
+	return true
+}
+
+// watermarkLocked is the status.handledThrough to write at now. Callers hold mu.
+func (st *policyState) watermarkLocked(now time.Time) time.Time {
+	if st.replaying {
+		return st.floor
+	}
+	return watermark(now, st.floor, st.pending)
+}
+
 // newPolicyState starts from the policy's stored status, so counters continue across manager
 // restarts and a 410 at the current generation still stops delivery.
 func newPolicyState(p *kickv1alpha1.NotificationPolicy) *policyState {
@@ -79,6 +104,7 @@ func newPolicyState(p *kickv1alpha1.NotificationPolicy) *policyState {
 		dropped:      p.Status.Dropped,
 		lastDelivery: p.Status.LastDeliveryTime.DeepCopy(),
 		lastError:    p.Status.LastError,
+		pending:      pendingTimes{},
 	}
 	for _, c := range p.Status.Conditions {
 		st.conditions = append(st.conditions, *c.DeepCopy())
@@ -125,9 +151,11 @@ func (st *policyState) updateReady() (metav1.Condition, bool) {
 	return c, true
 }
 
-// statusPatch is the JSON merge patch of the status the state describes. The uid makes a patch
-// meant for a deleted policy fail on a new one of the same name. Callers hold mu.
-func (st *policyState) statusPatch() map[string]any {
+// statusPatch is the JSON merge patch of the status the state describes at now; it moves
+// floor to the watermark it writes. The uid makes a patch meant for a deleted policy fail on a
+// new one of the same name. Callers hold mu.
+func (st *policyState) statusPatch(now time.Time) map[string]any {
+	st.floor = st.watermarkLocked(now)
 	var lastError any
 	if st.lastError != "" {
 		lastError = st.lastError
@@ -143,6 +171,7 @@ func (st *policyState) statusPatch() map[string]any {
 			"dropped":            st.dropped,
 			"lastDeliveryTime":   st.lastDelivery.DeepCopy(),
 			"lastError":          lastError,
+			"handledThrough":     metav1.NewTime(st.floor),
 			"conditions":         conditions,
 		},
 	}

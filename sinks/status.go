@@ -51,7 +51,7 @@ func (d *dispatcher) flush(ctx context.Context, all bool) {
 			st.mu.Unlock()
 			continue
 		}
-		patch := st.statusPatch()
+		patch := st.statusPatch(now)
 		gen := st.generation
 		st.dirty, st.urgent, st.lastFlush = false, false, now
 		st.mu.Unlock()

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kick-operator/kick/router"
 )
 
 // startWorkerLocked starts st's worker when the dispatcher runs. Callers hold d.mu.
@@ -18,26 +20,51 @@ func (d *dispatcher) startWorkerLocked(st *policyState) {
 }
 
 // work delivers the events of st's subscription one after the other until ctx ends or the
-// policy is unsubscribed.
+// policy is unsubscribed, after those it replays (see dispatcher.replay).
 func (d *dispatcher) work(ctx context.Context, st *policyState) {
+	backlog := d.replay(ctx, st)
 	for {
-		ev, err := st.sub.Next(ctx)
-		if err != nil {
-			return
+		var ev router.Event
+		if len(backlog) > 0 {
+			ev, backlog = backlog[0], backlog[1:]
+		} else {
+			var err error
+			if ev, err = st.sub.Next(ctx); err != nil {
+				return
+			}
 		}
-		if sel := st.selection(); sel.suspended || !sel.match.matches(ev) { // the spec changed while it waited
-			continue
-		}
-		st.mu.Lock()
-		cfg, gen := st.cfg, st.generation
-		if st.problem != nil || st.gone || cfg == nil {
-			d.blockedLocked(st)
-			st.mu.Unlock()
-			continue
-		}
-		st.mu.Unlock()
-		d.record(st, cfg, gen, cfg.deliver(ctx, ev))
+		d.handle(ctx, st, ev)
 	}
+}
+
+// handle delivers one event st accepted.
+func (d *dispatcher) handle(ctx context.Context, st *policyState, ev router.Event) {
+	if sel := st.selection(); sel.suspended || !sel.match.matches(ev) { // the spec changed while it waited
+		d.finished(st, ev)
+		return
+	}
+	st.mu.Lock()
+	cfg, gen := st.cfg, st.generation
+	if st.problem != nil || st.gone || cfg == nil {
+		st.pending.done(eventTime(ev))
+		d.blockedLocked(st)
+		st.mu.Unlock()
+		return
+	}
+	st.mu.Unlock()
+	out := cfg.deliver(ctx, ev)
+	if out.kind == outcomeCanceled {
+		return // still pending: the next leader replays it
+	}
+	d.finished(st, ev)
+	d.record(st, cfg, gen, out)
+}
+
+// finished takes ev off st's pending events: delivered or given up.
+func (d *dispatcher) finished(st *policyState, ev router.Event) {
+	st.mu.Lock()
+	st.pending.done(eventTime(ev))
+	st.mu.Unlock()
 }
 
 // record accounts for one delivery made with cfg at generation gen.

@@ -27,6 +27,14 @@ const (
 	// with it the first time it sees one.
 	ChangeAnnotation = "kick.corewire.io/change"
 
+	// RestartAnnotation carries the restart stamp the manager applies for
+	// the request's change when the restart may run at once: the manager
+	// writes it when it creates or reopens the request, then restarts the
+	// workload with that stamp, and follows that rollout instead of making
+	// a restart of its own. If the workload never got the stamp (the manager
+	// stopped in between), the request restarts it the usual way.
+	RestartAnnotation = "kick.corewire.io/restart"
+
 	// ManagedByLabel marks the requests the manager created itself (value
 	// ManagedByKick). A request without it stands for a person or CI: it
 	// restarts its target even when the pods carry every recorded change.

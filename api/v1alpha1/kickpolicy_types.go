@@ -65,12 +65,18 @@ type DiscoverySpec struct {
 	// WorkloadSelector picks the workloads (Deployments, StatefulSets,
 	// DaemonSets, Rollouts) this policy may restart, by their labels.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="matchExpressions operator must be In, NotIn, Exists or DoesNotExist"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, !(e.operator in ['In', 'NotIn']) || (has(e.values) && size(e.values) > 0))",message="matchExpressions with operator In or NotIn need at least one value"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, !(e.operator in ['Exists', 'DoesNotExist']) || !has(e.values) || size(e.values) == 0)",message="matchExpressions with operator Exists or DoesNotExist take no values"
 	WorkloadSelector *metav1.LabelSelector `json:"workloadSelector,omitempty"`
 
 	// DependencySelector picks, by their labels, the consumed Secrets and
 	// ConfigMaps whose changes count. Dependencies outside it are ignored,
 	// both as triggers and in the freshness check.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="matchExpressions operator must be In, NotIn, Exists or DoesNotExist"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, !(e.operator in ['In', 'NotIn']) || (has(e.values) && size(e.values) > 0))",message="matchExpressions with operator In or NotIn need at least one value"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, !(e.operator in ['Exists', 'DoesNotExist']) || !has(e.values) || size(e.values) == 0)",message="matchExpressions with operator Exists or DoesNotExist take no values"
 	DependencySelector *metav1.LabelSelector `json:"dependencySelector,omitempty"`
 }
 
@@ -112,6 +118,11 @@ type ScheduleWindow struct {
 	// +required
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:XValidation:rule="self.matches(r'^\\s*\\S+(\\s+\\S+){4}\\s*$')",message="cron must have exactly 5 fields (minute hour day-of-month month day-of-week), e.g. \"0 2 * * *\""
+	// +kubebuilder:validation:XValidation:rule="!self.matches(r'^\\s*\\S+(\\s+\\S+){4}\\s*$') || self.matches(r'^\\s*(\\*|\\?|[0-5]?[0-9](-[0-5]?[0-9])?)(/[1-9][0-9]?)?(,(\\*|\\?|[0-5]?[0-9](-[0-5]?[0-9])?)(/[1-9][0-9]?)?)*\\s+\\S+\\s+\\S+\\s+\\S+\\s+\\S+\\s*$')",message="cron minute field must list values 0-59 as a, a-b, *, ? with an optional /step, separated by commas"
+	// +kubebuilder:validation:XValidation:rule="!self.matches(r'^\\s*\\S+(\\s+\\S+){4}\\s*$') || self.matches(r'^\\s*\\S+\\s+(\\*|\\?|([01]?[0-9]|2[0-3])(-([01]?[0-9]|2[0-3]))?)(/[1-9][0-9]?)?(,(\\*|\\?|([01]?[0-9]|2[0-3])(-([01]?[0-9]|2[0-3]))?)(/[1-9][0-9]?)?)*\\s+\\S+\\s+\\S+\\s+\\S+\\s*$')",message="cron hour field must list values 0-23 as a, a-b, *, ? with an optional /step, separated by commas"
+	// +kubebuilder:validation:XValidation:rule="!self.matches(r'^\\s*\\S+(\\s+\\S+){4}\\s*$') || self.matches(r'^\\s*\\S+\\s+\\S+\\s+(\\*|\\?|(0?[1-9]|[12][0-9]|3[01])(-(0?[1-9]|[12][0-9]|3[01]))?)(/[1-9][0-9]?)?(,(\\*|\\?|(0?[1-9]|[12][0-9]|3[01])(-(0?[1-9]|[12][0-9]|3[01]))?)(/[1-9][0-9]?)?)*\\s+\\S+\\s+\\S+\\s*$')",message="cron day-of-month field must list values 1-31 as a, a-b, *, ? with an optional /step, separated by commas"
+	// +kubebuilder:validation:XValidation:rule="!self.matches(r'^\\s*\\S+(\\s+\\S+){4}\\s*$') || self.matches(r'^\\s*\\S+\\s+\\S+\\s+\\S+\\s+(\\*|\\?|(0?[1-9]|1[0-2]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(0?[1-9]|1[0-2]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)))?)(/[1-9][0-9]?)?(,(\\*|\\?|(0?[1-9]|1[0-2]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(0?[1-9]|1[0-2]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)))?)(/[1-9][0-9]?)?)*\\s+\\S+\\s*$')",message="cron month field must list values 1-12 or jan-dec as a, a-b, *, ? with an optional /step, separated by commas"
+	// +kubebuilder:validation:XValidation:rule="!self.matches(r'^\\s*\\S+(\\s+\\S+){4}\\s*$') || self.matches(r'^\\s*\\S+\\s+\\S+\\s+\\S+\\s+\\S+\\s+(\\*|\\?|([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat))(-([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat)))?)(/[1-9][0-9]?)?(,(\\*|\\?|([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat))(-([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat)))?)(/[1-9][0-9]?)?)*\\s*$')",message="cron day-of-week field must list values 0-6 or sun-sat as a, a-b, *, ? with an optional /step, separated by commas"
 	Cron string `json:"cron"`
 
 	// Duration is how long the window stays open after each start, as a

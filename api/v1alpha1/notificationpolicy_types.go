@@ -335,6 +335,15 @@ type NotificationPolicyStatus struct {
 	// +optional
 	Dropped int64 `json:"dropped"`
 
+	// HandledThrough is the policy's delivery watermark: every matching
+	// event with an earlier time has been delivered or given up (failed
+	// after its retries, dropped, or not sendable). A new leader re-sends
+	// the current transitions of requests from this time on, within
+	// its replay window, so a notification pending when a manager died is
+	// still delivered, with the same event id.
+	// +optional
+	HandledThrough *metav1.Time `json:"handledThrough,omitempty"`
+
 	// Conditions describe the policy; Ready is False when it cannot deliver
 	// as configured (for example a referenced Secret is missing).
 	// +optional

@@ -472,6 +472,10 @@ func (in *NotificationPolicyStatus) DeepCopyInto(out *NotificationPolicyStatus) 
 		in, out := &in.LastDeliveryTime, &out.LastDeliveryTime
 		*out = (*in).DeepCopy()
 	}
+	if in.HandledThrough != nil {
+		in, out := &in.HandledThrough, &out.HandledThrough
+		*out = (*in).DeepCopy()
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))

@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"sync/atomic"
 
+	corev1 "k8s.io/api/core/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -24,6 +25,7 @@ import (
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/observe"
+	"github.com/kick-operator/kick/sinks/timeline"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -114,6 +116,9 @@ func run() error {
 	keys := observe.NewFingerprinter(key)
 	byObject := observe.NewCacheOptions()
 	active.cacheOptions(byObject)
+	if opts.timelineEnabled() {
+		byObject[&corev1.Event{}] = timeline.EventCacheOptions()
+	}
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,

@@ -29,10 +29,12 @@ func metricsAuth(c *rest.Config, hc *http.Client) (metricsserver.Filter, error) 
 	if err != nil {
 		return nil, err
 	}
-	var cache reviewCache
+	rv := &reviewer{cs: cs}
 	return func(log logr.Logger, next http.Handler) (http.Handler, error) {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			code, why := cache.get(r, func() (int, string) { return review(r.Context(), cs, r) })
+			code, why := rv.check(r, authzv1.SubjectAccessReviewSpec{
+				NonResourceAttributes: &authzv1.NonResourceAttributes{Path: r.URL.Path, Verb: strings.ToLower(r.Method)},
+			})
 			if code != http.StatusOK {
 				if code == http.StatusServiceUnavailable {
 					log.Info("cannot review a /metrics request", "error", why)
@@ -45,72 +47,124 @@ func metricsAuth(c *rest.Config, hc *http.Client) (metricsserver.Filter, error) 
 	}, nil
 }
 
-// reviewCache remembers answers per token and path (the token only as a
-// hash): a minute when allowed, 30 seconds when refused; reviews that
-// failed are not kept. A scraper every 15 s costs the API server two
-// reviews a minute, not eight.
-type reviewCache struct {
-	mu      sync.Mutex
-	answers map[[sha256.Size]byte]cachedReview
+// reviewer asks the API server who sent a request (TokenReview of its
+// bearer token) and whether that user may do something
+// (SubjectAccessReview), remembering both answers briefly.
+type reviewer struct {
+	cs    kubernetes.Interface
+	users reviewCache[authnv1.UserInfo]
+	votes reviewCache[struct{}]
 }
 
-type cachedReview struct {
+// check authenticates r and authorizes attrs (without the user) for its
+// caller: 200, 401, 403 or 503 with why.
+func (rv *reviewer) check(r *http.Request, attrs authzv1.SubjectAccessReviewSpec) (int, string) {
+	u, code, why := rv.user(r)
+	if code != http.StatusOK {
+		return code, why
+	}
+	return rv.allowed(r, u, attrs)
+}
+
+// user authenticates the bearer token of r.
+func (rv *reviewer) user(r *http.Request) (authnv1.UserInfo, int, string) {
+	return rv.users.get(r, "authn", func() (authnv1.UserInfo, int, string) {
+		return authenticate(r.Context(), rv.cs, r)
+	})
+}
+
+// allowed authorizes attrs for u, the authenticated caller of r.
+func (rv *reviewer) allowed(r *http.Request, u authnv1.UserInfo, attrs authzv1.SubjectAccessReviewSpec) (int, string) {
+	_, code, why := rv.votes.get(r, question(attrs), func() (struct{}, int, string) {
+		code, why := authorize(r.Context(), rv.cs, u, attrs)
+		return struct{}{}, code, why
+	})
+	return code, why
+}
+
+// question is the cache key of attrs.
+func question(attrs authzv1.SubjectAccessReviewSpec) string {
+	if a := attrs.NonResourceAttributes; a != nil {
+		return a.Verb + " " + a.Path
+	}
+	if a := attrs.ResourceAttributes; a != nil {
+		return a.Verb + " " + a.Resource + "." + a.Group + " " + a.Name + " in " + a.Namespace
+	}
+	return ""
+}
+
+// reviewCache remembers answers per token (only as a hash) and question:
+// a minute when allowed, 30 seconds when refused; reviews that failed are
+// not kept. A scraper every 15 s costs the API server two reviews a
+// minute, not eight.
+type reviewCache[T any] struct {
+	mu      sync.Mutex
+	answers map[[sha256.Size]byte]cachedReview[T]
+}
+
+type cachedReview[T any] struct {
+	value T
 	code  int
 	until time.Time
 }
 
-func (c *reviewCache) get(r *http.Request, review func() (int, string)) (int, string) {
-	key := sha256.Sum256([]byte(r.Header.Get("Authorization") + "\x00" + r.Method + "\x00" + r.URL.Path))
+func (c *reviewCache[T]) get(r *http.Request, question string, review func() (T, int, string)) (T, int, string) {
+	key := sha256.Sum256([]byte(r.Header.Get("Authorization") + "\x00" + r.Method + "\x00" + question))
 	now := time.Now()
 	c.mu.Lock()
 	if a, ok := c.answers[key]; ok && now.Before(a.until) {
 		c.mu.Unlock()
-		return a.code, ""
+		return a.value, a.code, ""
 	}
 	c.mu.Unlock()
-	code, why := review()
+	value, code, why := review()
 	ttl := time.Minute
 	switch code {
 	case http.StatusOK:
 	case http.StatusUnauthorized, http.StatusForbidden:
 		ttl = 30 * time.Second
 	default:
-		return code, why
+		return value, code, why
 	}
 	c.mu.Lock()
 	if c.answers == nil || len(c.answers) >= 1024 {
-		c.answers = map[[sha256.Size]byte]cachedReview{}
+		c.answers = map[[sha256.Size]byte]cachedReview[T]{}
 	}
-	c.answers[key] = cachedReview{code: code, until: now.Add(ttl)}
+	c.answers[key] = cachedReview[T]{value: value, code: code, until: now.Add(ttl)}
 	c.mu.Unlock()
-	return code, why
+	return value, code, why
 }
 
-// review authenticates and authorizes one request; 200 lets it through.
-func review(ctx context.Context, cs kubernetes.Interface, r *http.Request) (int, string) {
+// authenticate reviews the bearer token of r; 200 with the user when the
+// API server accepts it.
+func authenticate(ctx context.Context, cs kubernetes.Interface, r *http.Request) (authnv1.UserInfo, int, string) {
 	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || strings.TrimSpace(token) == "" {
-		return http.StatusUnauthorized, "no bearer token"
+		return authnv1.UserInfo{}, http.StatusUnauthorized, "no bearer token"
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	tr, err := cs.AuthenticationV1().TokenReviews().Create(ctx,
 		&authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: strings.TrimSpace(token)}}, metav1.CreateOptions{})
 	if err != nil {
-		return http.StatusServiceUnavailable, "token review: " + err.Error()
+		return authnv1.UserInfo{}, http.StatusServiceUnavailable, "token review: " + err.Error()
 	}
 	if !tr.Status.Authenticated {
-		return http.StatusUnauthorized, "token not authenticated"
+		return authnv1.UserInfo{}, http.StatusUnauthorized, "token not authenticated"
 	}
-	u := tr.Status.User
+	return tr.Status.User, http.StatusOK, ""
+}
+
+// authorize asks whether u may do attrs; 200 when allowed.
+func authorize(ctx context.Context, cs kubernetes.Interface, u authnv1.UserInfo, attrs authzv1.SubjectAccessReviewSpec) (int, string) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	extra := make(map[string]authzv1.ExtraValue, len(u.Extra))
 	for k, v := range u.Extra {
 		extra[k] = authzv1.ExtraValue(v)
 	}
-	sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
-		User: u.Username, UID: u.UID, Groups: u.Groups, Extra: extra,
-		NonResourceAttributes: &authzv1.NonResourceAttributes{Path: r.URL.Path, Verb: strings.ToLower(r.Method)},
-	}}, metav1.CreateOptions{})
+	attrs.User, attrs.UID, attrs.Groups, attrs.Extra = u.Username, u.UID, u.Groups, extra
+	sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: attrs}, metav1.CreateOptions{})
 	if err != nil {
 		return http.StatusServiceUnavailable, "access review: " + err.Error()
 	}

@@ -32,6 +32,7 @@ type options struct {
 	kubeAPIBurst       int
 	rolloutTimeout     time.Duration
 	requestRetention   time.Duration
+	replayWindow       time.Duration
 	enableArgoCD       bool
 	enableFlux         bool
 	enableKargo        bool
@@ -46,6 +47,10 @@ type options struct {
 	argoCDLabelKey       string
 	webhookDenyCIDRs     prefixList
 	webhookAllowCIDRs    prefixList
+	timelineAddr         string
+	timelineHistorySize  int
+	timelineHistoryAge   time.Duration
+	preflight            preflightOptions
 }
 
 func defaultNamespace() string {
@@ -72,6 +77,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 0, "client-side burst when --kube-api-qps is set")
 	fs.DurationVar(&o.rolloutTimeout, "rollout-timeout", 15*time.Minute, "how long a restart's rollout may take before the request fails")
 	fs.DurationVar(&o.requestRetention, "request-retention", 24*time.Hour, "how long finished KickRequests are kept")
+	fs.DurationVar(&o.replayWindow, "notification-replay-window", time.Hour, "after a manager start, re-send notifications of request transitions this recent that a NotificationPolicy may not have delivered before (same event ids); 0 turns replay off")
 	fs.BoolVar(&o.enableArgoCD, "enable-argocd", true, "gate on Argo CD Applications and AppProjects (skipped when the CRDs are absent)")
 	fs.BoolVar(&o.enableFlux, "enable-flux", true, "gate on Flux Kustomizations and HelmReleases (skipped when the CRDs are absent)")
 	fs.BoolVar(&o.enableKargo, "enable-kargo", false, "gate on Kargo Stages and Promotions (skipped when the CRDs are absent)")
@@ -83,6 +89,10 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.argoCDInstallationID, "argocd-installation-id", "", "Argo CD installation id when argocd-cm does not set installationID")
 	fs.StringVar(&o.argoCDLabelKey, "argocd-label-key", "app.kubernetes.io/instance", "label key of Argo CD label tracking when argocd-cm does not set application.instanceLabelKey")
 	fs.Var(&o.webhookDenyCIDRs, "webhook-deny-cidrs", "comma-separated CIDRs notification webhooks may never reach, in addition to those always refused (loopback, unspecified, link-local, cloud metadata addresses)")
+	fs.StringVar(&o.timelineAddr, "timeline-bind-address", "127.0.0.1:8082", "address the timeline UI and API bind to; 0 disables it. On a loopback address anyone who can reach it may read it; elsewhere a caller needs a bearer token and sees only namespaces in which it may list KickRequests")
+	fs.IntVar(&o.timelineHistorySize, "timeline-history-size", 50000, "entries the timeline keeps in memory at most (oldest go first)")
+	fs.DurationVar(&o.timelineHistoryAge, "timeline-history-age", 24*time.Hour, "how long the timeline keeps an entry; 0 keeps entries until --timeline-history-size pushes them out")
+	o.preflight.bind(fs)
 	fs.Var(&o.webhookAllowCIDRs, "webhook-allow-cidrs", "comma-separated CIDRs notification webhooks are restricted to (default: any not denied); a listed range also opens an always-refused one it names as precisely, e.g. 127.0.0.0/8 for receivers on loopback")
 }
 
@@ -103,6 +113,9 @@ func (o *options) validate() error {
 	if o.requestRetention <= 0 {
 		errs = append(errs, fmt.Errorf("--request-retention must be positive, got %s", o.requestRetention))
 	}
+	if o.replayWindow < 0 {
+		errs = append(errs, fmt.Errorf("--notification-replay-window must not be negative, got %s", o.replayWindow))
+	}
 	// The bounds client-go's leader election enforces, said in flag names.
 	if o.retryPeriod <= 0 || o.renewDeadline <= o.retryPeriod*6/5 || o.leaseDuration <= o.renewDeadline {
 		errs = append(errs, fmt.Errorf("leader election needs --leader-elect-lease-duration (%s) > --leader-elect-renew-deadline (%s) > 1.2 × --leader-elect-retry-period (%s) > 0",
@@ -112,6 +125,12 @@ func (o *options) validate() error {
 	case "annotation", "label", "annotation+label":
 	default:
 		errs = append(errs, fmt.Errorf("--argocd-tracking-method must be annotation, label or annotation+label, got %q", o.argoCDTrackingMethod))
+	}
+	if o.timelineHistorySize < 1 {
+		errs = append(errs, fmt.Errorf("--timeline-history-size must be at least 1, got %d", o.timelineHistorySize))
+	}
+	if o.timelineHistoryAge < 0 {
+		errs = append(errs, fmt.Errorf("--timeline-history-age must not be negative, got %s", o.timelineHistoryAge))
 	}
 	if o.namespace == "" {
 		errs = append(errs, errors.New("--namespace must not be empty"))
@@ -128,8 +147,12 @@ func (o *options) validate() error {
 			}
 		}
 	}
+	errs = append(errs, o.preflight.validate(o.namespace)...)
 	return errors.Join(errs...)
 }
+
+// timelineEnabled reports whether the timeline runs.
+func (o *options) timelineEnabled() bool { return o.timelineAddr != "0" && o.timelineAddr != "" }
 
 // stringList is a comma-separated flag value.
 type stringList []string

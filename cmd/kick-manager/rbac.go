@@ -22,7 +22,9 @@ package main
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // --metrics-secure asks the API server who a /metrics caller is and
-// whether it may get /metrics (the rights of system:auth-delegator).
+// whether it may get /metrics, and a timeline bound beyond loopback who
+// its caller is and where it may list KickRequests (the rights of
+// system:auth-delegator).
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 // Namespaced to the manager's own namespace: the leader-election lease and

@@ -85,7 +85,15 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 		DenyCIDRs:               opts.webhookDenyCIDRs,
 		AllowCIDRs:              opts.webhookAllowCIDRs,
 		MaxConcurrentReconciles: opts.maxConcurrent,
+		Replay:                  &request.Replayer{Client: mgr.GetClient(), Kinds: kinds},
+		ReplayWindow:            opts.replayWindow,
 	}); err != nil {
+		return err
+	}
+	if err := setupPreflight(ctx, mgr, opts, keys, active, kinds); err != nil {
+		return err
+	}
+	if err := wireTimeline(mgr, opts, rt, kinds); err != nil {
 		return err
 	}
 	recorders, err := newThrottledRecorders(ctx, mgr.GetConfig(), mgr.GetScheme())

@@ -75,15 +75,20 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	e := analyze(f)
 	if o.output == "json" {
-		b, err := json.MarshalIndent(e, "", "  ")
-		if err != nil {
-			fmt.Fprintf(stderr, "kubectl kick: %v\n", err)
-			return exitFailed
-		}
-		fmt.Fprintf(stdout, "%s\n", b)
-		return exitOK
+		return printJSON(stdout, stderr, e)
 	}
 	printExplanation(stdout, e)
+	return exitOK
+}
+
+// printJSON prints v indented (-o json).
+func printJSON(stdout, stderr io.Writer, v any) int {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		fmt.Fprintf(stderr, "kubectl kick: %v\n", err)
+		return exitFailed
+	}
+	fmt.Fprintf(stdout, "%s\n", b)
 	return exitOK
 }
 

@@ -38,17 +38,9 @@ func parseList(args []string) (*listOptions, *genericclioptions.ConfigFlags, boo
 }
 
 func runList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	o, cf, helpRequested, err := parseList(args)
-	if helpRequested {
-		fmt.Fprint(stdout, help)
-		return exitOK
-	}
-	if err != nil {
-		return report(stderr, err)
-	}
-	s, err := connect(cf)
-	if err != nil {
-		return report(stderr, err)
+	o, s, code, ok := begin(args, parseList, stdout, stderr)
+	if !ok {
+		return code
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()

@@ -28,6 +28,8 @@ Usage:
   kubectl kick restart KIND/NAME [-n NAMESPACE] [--reason TEXT] [--wait] [--timeout 10m]
   kubectl kick explain KIND/NAME [-n NAMESPACE] [-o json]
   kubectl kick list [-n NAMESPACE | -A]
+  kubectl kick timeline KIND/NAME [-n NAMESPACE] [--since 2h] [-o json]
+  kubectl kick preview -f FILE [-n NAMESPACE] [--delete]
   kubectl kick help
 
 KIND is deployment (deploy), statefulset (sts), daemonset (ds) or rollout.
@@ -43,6 +45,20 @@ says now and the workload's KickRequest. It only reads, and never shows
 Secret values, keys or fingerprints. Kinds: deployment, statefulset,
 daemonset.
 
+"timeline" prints what happened to a workload, one line each, oldest
+first: source changes, gate waits with their reasons, requests, restarts
+and completions, and the Kubernetes Events about the workload and its
+KickRequests, with durations ("restarted 0.8 s after the change; waited
+3h12m for ..."). It reads KickRequests, SourceObservations and Events
+through the API server (no port-forward); the manager's timeline UI shows
+the same entries with more history.
+
+"preview" asks the API server to apply (or with --delete, delete) the
+Secrets and ConfigMaps of FILE as a dry run and prints what KICK's
+admission preflight answers: which workloads it will restart, and when.
+Nothing is written. It needs the preflight enabled in the manager
+(--preflight); "kubectl apply --dry-run=server" shows the same warnings.
+
 Kubeconfig flags (--kubeconfig, --context, -n/--namespace, --as, ...) work as
 in kubectl; the request is made with your own permissions.
 
@@ -50,7 +66,8 @@ Exit codes of "restart --wait": 0 Succeeded, NoLongerRequired or DryRun
 (or not reopened because the workload already carries the change); 1 Failed
 (or not reopened because KICK will not restart it); 2 timeout or bad usage.
 Exit codes of "explain": 0 explained; 1 the workload or a permission is
-missing; 2 bad usage.
+missing; 2 bad usage. Exit codes of "preview": 0 answered; 1 the API server
+refused a dry run; 2 bad usage.
 `
 
 // Exit codes.
@@ -87,6 +104,10 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return runList(ctx, args[1:], stdout, stderr)
 	case "explain":
 		return runExplain(ctx, args[1:], stdout, stderr)
+	case "timeline":
+		return runTimeline(ctx, args[1:], stdout, stderr)
+	case "preview":
+		return runPreview(ctx, args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "kubectl kick: unknown command %q\n\n%s", args[0], help)
 		return exitUsage
@@ -118,6 +139,24 @@ func parseFlags(fs *pflag.FlagSet, args []string) (helpRequested bool, err error
 		return false, usageError{err.Error()}
 	}
 	return false, nil
+}
+
+// begin parses a subcommand's arguments with parse and connects to the
+// cluster. ok false means the command is over (help printed, or a usage or
+// connection error reported) with exit code code.
+func begin[O any](args []string, parse func([]string) (O, *genericclioptions.ConfigFlags, bool, error), stdout, stderr io.Writer) (o O, s *session, code int, ok bool) {
+	o, cf, helpRequested, err := parse(args)
+	if helpRequested {
+		fmt.Fprint(stdout, help)
+		return o, nil, exitOK, false
+	}
+	if err != nil {
+		return o, nil, report(stderr, err), false
+	}
+	if s, err = connect(cf); err != nil {
+		return o, nil, report(stderr, err), false
+	}
+	return o, s, exitOK, true
 }
 
 // session is a connection to the cluster with the caller's credentials.

@@ -100,17 +100,9 @@ func parseRestart(args []string) (*restartOptions, *genericclioptions.ConfigFlag
 }
 
 func runRestart(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	o, cf, helpRequested, err := parseRestart(args)
-	if helpRequested {
-		fmt.Fprint(stdout, help)
-		return exitOK
-	}
-	if err != nil {
-		return report(stderr, err)
-	}
-	s, err := connect(cf)
-	if err != nil {
-		return report(stderr, err)
+	o, s, code, ok := begin(args, parseRestart, stdout, stderr)
+	if !ok {
+		return code
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()

@@ -92,6 +92,15 @@ func TestKickPolicyValidation(t *testing.T) {
 		{"cron with four fields", w(`type: Allow, cron: "0 2 1-5 *", duration: 1h`), "cron must have exactly 5 fields"},
 		{"cron with six fields", w(`type: Allow, cron: "0 0 2 * * *", duration: 1h`), "cron must have exactly 5 fields"},
 		{"cron descriptor", w(`type: Allow, cron: "@daily", duration: 1h`), "cron must have exactly 5 fields"},
+		{"minute out of range", w(`type: Allow, cron: "60 2 * * *", duration: 1h`), "cron minute field must list values 0-59"},
+		{"hour out of range", w(`type: Allow, cron: "0 24 * * *", duration: 1h`), "cron hour field must list values 0-23"},
+		{"day of month zero", w(`type: Allow, cron: "0 2 0 * *", duration: 1h`), "cron day-of-month field must list values 1-31"},
+		{"unknown month name", w(`type: Allow, cron: "0 2 * foo *", duration: 1h`), "cron month field must list values 1-12 or jan-dec"},
+		{"weekday seven", w(`type: Allow, cron: "0 2 * * 7", duration: 1h`), "cron day-of-week field must list values 0-6 or sun-sat"},
+		{"step zero", w(`type: Allow, cron: "*/0 * * * *", duration: 1h`), "cron minute field must list values"},
+		{"unknown selector operator", `spec: {discovery: {workloadSelector: {matchExpressions: [{key: app, operator: Equals, values: [web]}]}}}`, "operator must be In, NotIn, Exists or DoesNotExist"},
+		{"In without values", `spec: {discovery: {dependencySelector: {matchExpressions: [{key: app, operator: In}]}}}`, "operator In or NotIn need at least one value"},
+		{"Exists with values", `spec: {discovery: {workloadSelector: {matchExpressions: [{key: app, operator: Exists, values: [web]}]}}}`, "operator Exists or DoesNotExist take no values"},
 		{"zero duration", w(`type: Allow, cron: "0 2 * * *", duration: 0s`), "duration must be a positive Go duration"},
 		{"duration in days", w(`type: Allow, cron: "0 2 * * *", duration: 1d`), "duration must be a positive Go duration"},
 		{"negative duration", w(`type: Allow, cron: "0 2 * * *", duration: -1h`), "duration must be a positive Go duration"},
@@ -103,6 +112,25 @@ func TestKickPolicyValidation(t *testing.T) {
 		{"negative minInterval", `spec: {restart: {minInterval: -5s}}`, "minInterval must be a non-negative Go duration"},
 		{"minInterval in words", `spec: {restart: {minInterval: "30 seconds"}}`, "minInterval must be a non-negative Go duration"},
 	})
+}
+
+// TestKickPolicyAdmitsValidSchedulesAndSelectors: the admission checks
+// refuse only what the manager would refuse too.
+func TestKickPolicyAdmitsValidSchedulesAndSelectors(t *testing.T) {
+	env := cluster.Get(t)
+	ns := env.Namespace(t)
+	body := `spec:
+  discovery:
+    workloadSelector: {matchLabels: {app: web}, matchExpressions: [{key: tier, operator: In, values: [a, b]}, {key: canary, operator: DoesNotExist}]}
+    dependencySelector: {matchExpressions: [{key: rotate, operator: Exists}, {key: team, operator: NotIn, values: [x]}]}
+  schedule:
+    windows:
+    - {type: Allow, cron: "*/15 9-17 ? JAN-dec mon-FRI", duration: 1h}
+    - {type: Deny, cron: "0,30 0-23/2 1-31 1-12 0-6", duration: 10m}
+    - {type: Deny, cron: "59 23 31 12 sat", duration: 1m}`
+	if err := create(context.Background(), env.Client, object(t, "KickPolicy", ns, "valid", body)); err != nil {
+		t.Fatalf("a valid KickPolicy was refused: %v", err)
+	}
 }
 
 func TestKickPolicyDefaults(t *testing.T) {

@@ -17,14 +17,15 @@
 //  5. API calls per restart, and workqueue waits, from the controller's
 //     Prometheus metrics (client-go and controller-runtime) if it has them;
 //
-// and prints them next to KICK's targets. The exit code is 0 whenever the
+// and prints them next to KICK's targets. With -peers it runs the floor,
+// KICK and stakater/Reloader one after another, each on a fresh control
+// plane with the same fixture and seed, and prints KICK's ratios to them. The exit code is 0 whenever the
 // measurement ran, whatever the verdicts; non-zero only when the harness
 // itself failed. Ctrl-C stops the controller and the control plane.
 //
 //	go run ./integration/bench -quick                  # smoke run, about a minute
 //	go run ./integration/bench -json bench.json        # the full default run
-//	go run ./integration/bench -setup "" -workload-annotations reloader.stakater.com/auto=true \
-//	    -controller "/path/to/reloader --kubeconfig {kubeconfig}"
+//	go run ./integration/bench -peers floor,kick,reloader=/path/to/reloader   # one table with ratios
 //
 // Placeholders in -controller, -ready-url and -metrics-url: {kubeconfig},
 // {namespace} (the benchmark namespace), {metrics-addr} and {probe-addr}
@@ -96,7 +97,12 @@ type config struct {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	_, err := run(ctx, os.Args[1:], os.Stdout)
+	var err error
+	if spec, rest, ok := extractFlag(os.Args[1:], "peers"); ok {
+		_, err = runPeers(ctx, spec, rest, os.Stdout)
+	} else {
+		_, err = run(ctx, os.Args[1:], os.Stdout)
+	}
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

@@ -20,14 +20,15 @@ import (
 // Manager is a kick-manager process running against the shared control
 // plane, as it runs in production (same binary, same flags).
 type Manager struct {
-	t       testing.TB
-	cmd     *exec.Cmd
-	logPath string
-	probes  string
-	metrics string
-	done    chan struct{}
-	mu      sync.Mutex
-	stopped bool
+	t        testing.TB
+	cmd      *exec.Cmd
+	logPath  string
+	probes   string
+	metrics  string
+	timeline string
+	done     chan struct{}
+	mu       sync.Mutex
+	stopped  bool
 }
 
 // StartManager runs bin/kick-manager with the test kubeconfig, the given
@@ -43,7 +44,7 @@ func (e *Env) StartManagerBinary(t testing.TB, binary, namespace string, args ..
 	t.Helper()
 	e.ensureNamespace(t, namespace)
 	m := &Manager{t: t, done: make(chan struct{})}
-	m.probes, m.metrics = freeAddr(t), freeAddr(t)
+	m.probes, m.metrics, m.timeline = freeAddr(t), freeAddr(t), freeAddr(t)
 	m.logPath = filepath.Join(t.TempDir(), "kick-manager.log")
 	logFile, err := os.Create(m.logPath)
 	if err != nil {
@@ -54,6 +55,8 @@ func (e *Env) StartManagerBinary(t testing.TB, binary, namespace string, args ..
 		"--namespace", namespace,
 		"--health-probe-bind-address", m.probes,
 		"--metrics-bind-address", m.metrics,
+		// A port of its own: several managers may run at once.
+		"--timeline-bind-address", m.timeline,
 		"--zap-log-level", "debug",
 		// Test receivers listen on loopback, which webhooks may not reach by default.
 		"--webhook-allow-cidrs", "127.0.0.0/8",
@@ -140,11 +143,18 @@ func (m *Manager) Metrics() (string, error) {
 	return b.String(), err
 }
 
+// Timeline is the address of the manager's timeline server, unless the
+// test passed its own --timeline-bind-address.
+func (m *Manager) Timeline() string { return m.timeline }
+
 // Log returns the manager's log so far.
 func (m *Manager) Log() string {
 	data, _ := os.ReadFile(m.logPath)
 	return string(data)
 }
+
+// FreeAddr returns a free 127.0.0.1 address for a test server.
+func FreeAddr(t testing.TB) string { return freeAddr(t) }
 
 func freeAddr(t testing.TB) string {
 	t.Helper()

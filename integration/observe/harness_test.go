@@ -44,6 +44,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	// Managers log to their test (cluster.TestLogger); this catches the rest.
 	log.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
 	cluster.Main(m, cluster.TestOptions{
 		KickCRDs:    true,
@@ -139,6 +140,7 @@ func startObserverWith(t *testing.T, ns, keyNS string, isManaged observe.Managed
 	}
 	o := &observer{t: t, keys: keys, reg: prometheus.NewRegistry(), done: make(chan error, 1), liveReads: map[string]int{}}
 	mgr, err := manager.New(env.Config, manager.Options{
+		Logger:  cluster.TestLogger(t),
 		Scheme:  scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		Cache: cache.Options{

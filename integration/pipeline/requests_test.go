@@ -82,11 +82,11 @@ func completedMessage(kr *kickv1alpha1.KickRequest) string {
 }
 
 // TestBrokenScheduleIsAConfigurationError: a cron the API server accepts
-// (five fields) but that cannot be parsed holds restarts back with a clear
+// (every field in range) but that can never match holds restarts back with a clear
 // reason instead of restarting or crashing.
 func TestBrokenScheduleIsAConfigurationError(t *testing.T) {
 	f := fixture.Setup(t)
-	f.Policy("all", selectAll+"\nschedule: {windows: [{type: Allow, cron: \"61 * * * *\", duration: 1h}]}")
+	f.Policy("all", selectAll+"\nschedule: {windows: [{type: Allow, cron: \"0 0 31 2 *\", duration: 1h}]}")
 	f.WebWithSecret()
 	f.SetSecret("db", map[string]string{"password": "bravo"})
 	kr := f.WaitPhase("deployment-web", kickv1alpha1.PhaseWaitingForGate, 30*time.Second)

@@ -230,13 +230,13 @@ func TestInvalidSchedule(t *testing.T) {
 		return kickv1alpha1.KickPolicySpec{Schedule: &kickv1alpha1.ScheduleSpec{Windows: []kickv1alpha1.ScheduleWindow{
 			{Type: kickv1alpha1.WindowAllow, Cron: cron, Duration: "1h", TimeZone: zone}}}}
 	}
-	badCron := kickPolicy(ns, "bad-cron", window("61 * * * *", "UTC"))
+	badCron := kickPolicy(ns, "bad-cron", window("30-10 * * * *", "UTC"))
 	badZone := kickPolicy(ns, "bad-zone", window("0 2 * * *", "Mars/Olympus"))
 	badCron.Spec.Discovery = selectApp("a").Discovery
 	badZone.Spec.Discovery = selectApp("b").Discovery
 	create(t, env, badCron, badZone)
 	expect(t, env, ns, "bad-cron", want{ready: metav1.ConditionFalse, reason: policy.ReasonInvalidSchedule,
-		message: []string{"window 0", "61 * * * *"}})
+		message: []string{"window 0", "30-10 * * * *"}})
 	expect(t, env, ns, "bad-zone", want{ready: metav1.ConditionFalse, reason: policy.ReasonInvalidSchedule,
 		message: []string{"window 0", "Mars/Olympus"}})
 	expectEvent(t, env, ns, "bad-zone", corev1.EventTypeWarning, policy.ReasonInvalidSchedule)
@@ -254,10 +254,12 @@ func TestInvalidSchedule(t *testing.T) {
 	}
 }
 
+// TestInvalidSelector: admission refuses unknown operators; what it cannot
+// check (here a label value no label may have) makes the policy not Ready.
 func TestInvalidSelector(t *testing.T) {
 	env, ns := setup(t)
 	spec := kickv1alpha1.KickPolicySpec{Discovery: &kickv1alpha1.DiscoverySpec{
-		DependencySelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kick", Operator: "Near", Values: []string{"yes"}}}}}}
+		DependencySelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kick", Operator: "In", Values: []string{"not a label value"}}}}}}
 	create(t, env, deployment(ns, "web", web), kickPolicy(ns, "odd", spec))
 	expect(t, env, ns, "odd", want{matched: 1, ready: metav1.ConditionFalse, reason: policy.ReasonInvalidSelector,
 		message: []string{"spec.discovery.dependencySelector is invalid"}})

@@ -37,6 +37,8 @@ type StageResult struct {
 	// Next is when the stage's answer may change without any object
 	// changing (a window boundary, the end of minInterval); zero if never.
 	Next time.Time
+	// DenyWindow is set when a Deny window holds the schedule stage closed.
+	DenyWindow bool
 }
 
 // Gate is the gate's answer: the first stage that holds the restart back,
@@ -148,7 +150,7 @@ func scheduleStage(p *kickv1alpha1.KickPolicy, now time.Time) StageResult {
 			Message: fmt.Sprintf("KickPolicy %s: %s", p.Name, strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; "))}
 	}
 	d := sched.Decide(now)
-	r := StageResult{Stage: StageSchedule, Open: d.Open, Message: d.Message, Next: d.Next}
+	r := StageResult{Stage: StageSchedule, Open: d.Open, Message: d.Message, Next: d.Next, DenyWindow: d.Deny}
 	if !d.Open {
 		r.Reason = kickv1alpha1.GateOutsideSchedule
 	}

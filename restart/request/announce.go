@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
@@ -32,30 +33,7 @@ func (r *Reconciler) announce(ctx context.Context, orig, kr *kickv1alpha1.KickRe
 	if r.Router == nil {
 		return
 	}
-	ev := router.PhaseChanged{
-		Request:  router.RequestRef{Namespace: kr.Namespace, Name: kr.Name, UID: string(kr.UID)},
-		From:     string(from),
-		To:       string(to),
-		Reason:   kr.Spec.Reason,
-		Provider: string(kr.Status.Provider),
-		Target:   router.ObjectRef{APIVersion: kr.Spec.TargetRef.APIVersion, Kind: string(kr.Spec.TargetRef.Kind), Namespace: kr.Namespace, Name: kr.Spec.TargetRef.Name},
-		Policy:   kr.Status.PolicyRef,
-		Time:     transitionTime(kr, s.now),
-	}
-	if s.handle.Target != nil {
-		ev.TargetLabels = s.handle.Target.GetLabels()
-	}
-	if g := kr.Status.Gate; g != nil {
-		ev.GateReason, ev.GateMessage = string(g.Reason), g.Message
-	}
-	if to.IsTerminal() {
-		if c := meta.FindStatusCondition(kr.Status.Conditions, kickv1alpha1.ConditionCompleted); c != nil {
-			ev.Outcome, ev.OutcomeMessage = c.Reason, c.Message
-		}
-	}
-	if o := kr.Status.Owner; o != nil {
-		ev.Owner = o.Kind + " " + o.Namespace + "/" + o.Name
-	}
+	ev := phaseEvent(kr, from, s.handle.Target, transitionTime(kr, s.now))
 	if err := r.Router.Publish(ctx, ev); err != nil {
 		log.FromContext(ctx).Error(err, "publish phase change")
 	}
@@ -80,9 +58,51 @@ func (r *Reconciler) announceGate(ctx context.Context, orig, kr *kickv1alpha1.Ki
 	if !g.Reason.Blocks() && !wasBlocked {
 		return
 	}
+	ev := gateEvent(kr, s.handle.Target)
+	if err := r.Router.Publish(ctx, ev); err != nil {
+		log.FromContext(ctx).Error(err, "publish gate change")
+	}
+}
+
+// phaseEvent is the PhaseChanged of kr's entry into its current phase at
+// time at; target is the target workload (nil when it could not be read).
+func phaseEvent(kr *kickv1alpha1.KickRequest, from kickv1alpha1.KickRequestPhase, target client.Object, at time.Time) router.PhaseChanged {
+	to := kr.Status.Phase
+	ev := router.PhaseChanged{
+		Request:  requestRef(kr),
+		From:     string(from),
+		To:       string(to),
+		Reason:   kr.Spec.Reason,
+		Provider: string(kr.Status.Provider),
+		Target:   targetRef(kr),
+		Policy:   kr.Status.PolicyRef,
+		Time:     at,
+	}
+	if target != nil {
+		ev.TargetLabels = target.GetLabels()
+	}
+	if g := kr.Status.Gate; g != nil {
+		ev.GateReason, ev.GateMessage = string(g.Reason), g.Message
+	}
+	if to.IsTerminal() {
+		if c := meta.FindStatusCondition(kr.Status.Conditions, kickv1alpha1.ConditionCompleted); c != nil {
+			ev.Outcome, ev.OutcomeMessage = c.Reason, c.Message
+		}
+	}
+	if o := kr.Status.Owner; o != nil {
+		ev.Owner = o.Kind + " " + o.Namespace + "/" + o.Name
+	}
+	return ev
+}
+
+// gateEvent is the GateChanged of kr's current gate decision (status.gate,
+// which the caller checked is set and evaluated); target is the target
+// workload (nil when it could not be read).
+func gateEvent(kr *kickv1alpha1.KickRequest, target client.Object) router.GateChanged {
+	g := kr.Status.Gate
 	ev := router.GateChanged{
-		Request:  router.RequestRef{Namespace: kr.Namespace, Name: kr.Name, UID: string(kr.UID)},
-		Target:   router.ObjectRef{APIVersion: kr.Spec.TargetRef.APIVersion, Kind: string(kr.Spec.TargetRef.Kind), Namespace: kr.Namespace, Name: kr.Spec.TargetRef.Name},
+		Request:  requestRef(kr),
+		Target:   targetRef(kr),
 		Policy:   kr.Status.PolicyRef,
 		Provider: string(kr.Status.Provider),
 		Stage:    g.Stage,
@@ -92,8 +112,8 @@ func (r *Reconciler) announceGate(ctx context.Context, orig, kr *kickv1alpha1.Ki
 		// The persisted (whole-second) time, so the id is the same after a restart.
 		Time: g.LastEvaluated.Rfc3339Copy().Time,
 	}
-	if s.handle.Target != nil {
-		ev.TargetLabels = s.handle.Target.GetLabels()
+	if target != nil {
+		ev.TargetLabels = target.GetLabels()
 	}
 	if o := kr.Status.Owner; o != nil {
 		ev.Owner = o.Kind + " " + o.Namespace + "/" + o.Name
@@ -104,28 +124,43 @@ func (r *Reconciler) announceGate(ctx context.Context, orig, kr *kickv1alpha1.Ki
 	if g.RequeueAt != nil {
 		ev.OpensAt = g.RequeueAt.Time
 	}
-	if err := r.Router.Publish(ctx, ev); err != nil {
-		log.FromContext(ctx).Error(err, "publish gate change")
-	}
+	return ev
+}
+
+func requestRef(kr *kickv1alpha1.KickRequest) router.RequestRef {
+	return router.RequestRef{Namespace: kr.Namespace, Name: kr.Name, UID: string(kr.UID)}
+}
+
+func targetRef(kr *kickv1alpha1.KickRequest) router.ObjectRef {
+	return router.ObjectRef{APIVersion: kr.Spec.TargetRef.APIVersion, Kind: string(kr.Spec.TargetRef.Kind), Namespace: kr.Namespace, Name: kr.Spec.TargetRef.Name}
 }
 
 // transitionTime is the moment of a phase transition as the request's
-// status keeps it, so the notification id derived from it
-// (router.TransitionID) can be computed again from the stored object after
-// a manager restart: completionTime for a finished request, the restart's
-// stamp when it starts executing, the gate decision's time while it waits.
-// Times are cut as the API server stores them.
+// status keeps it (storedTransitionTime), or now when it keeps none.
 func transitionTime(kr *kickv1alpha1.KickRequest, now time.Time) time.Time {
+	if t, ok := storedTransitionTime(kr); ok {
+		return t
+	}
+	return now
+}
+
+// storedTransitionTime is the moment of the transition into the current
+// phase as the request's status keeps it, so the notification id derived
+// from it (router.TransitionID) can be computed again from the stored
+// object after a manager restart: completionTime for a finished request,
+// the restart's stamp when it starts executing, the gate decision's time
+// while it waits. Times are cut as the API server stores them.
+func storedTransitionTime(kr *kickv1alpha1.KickRequest) (time.Time, bool) {
 	st := &kr.Status
 	switch {
 	case st.Phase.IsTerminal() && st.CompletionTime != nil:
-		return st.CompletionTime.Rfc3339Copy().Time
+		return st.CompletionTime.Rfc3339Copy().Time, true
 	case st.Phase == kickv1alpha1.PhaseExecuting && st.CurrentRollout != nil && st.CurrentRollout.StartedAt != nil:
-		return st.CurrentRollout.StartedAt.Truncate(time.Microsecond)
+		return st.CurrentRollout.StartedAt.Truncate(time.Microsecond), true
 	case st.Phase.IsWaiting() && st.Gate != nil && st.Gate.LastEvaluated != nil:
-		return st.Gate.LastEvaluated.Rfc3339Copy().Time
+		return st.Gate.LastEvaluated.Rfc3339Copy().Time, true
 	}
-	return now
+	return time.Time{}, false
 }
 
 // record emits an Event on the request.

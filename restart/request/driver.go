@@ -2,6 +2,7 @@ package request
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
@@ -51,6 +53,10 @@ type Driver struct {
 	Now func() time.Time
 
 	handed handedChanges
+	// mem is shared with the request reconciler: the stamps this process
+	// wrote and the restarts the driver is applying now. Nil turns the
+	// driver's own restarts off.
+	mem *memory
 }
 
 // handedChanges keeps, per workload, the newest change a router event
@@ -179,15 +185,91 @@ func (d *Driver) ensure(ctx context.Context, k WorkloadKey, handed freshness.Cha
 		d.Metrics.decision("fresh")
 		return nil
 	}
+	if d.mem != nil && a.Verdict == assess.Stale && a.Gate.Allowed && !a.Gate.DryRun {
+		return d.restartNow(ctx, k, h, finished, a)
+	}
 	if finished != nil {
 		d.Metrics.decision("reopened")
-		return d.annotate(ctx, finished, a.Latest)
+		_, err := d.annotate(ctx, finished, a.Latest, "")
+		return err
 	}
 	d.Metrics.decision("created")
-	return d.create(ctx, k.Kind, obj, a.Latest)
+	_, err = d.create(ctx, k.Kind, h.Target, a.Latest, "")
+	return err
 }
 
-func (d *Driver) create(ctx context.Context, kind kickv1alpha1.TargetKind, obj client.Object, changed freshness.Change) error {
+// restartNow is the path of a restart every gate allows at once (no GitOps
+// provider to ask, no window, no minInterval or settle wait): the request
+// is written first, with the stamp it is about to apply, and then the
+// driver restarts the workload itself instead of waiting for the request
+// reconciler's turn. A crash at any point is safe:
+//   - before the request exists, nothing happened; the record still says
+//     the workload is stale, and the next look restarts it;
+//   - after the request, before the patch, the workload lacks the stamp, so
+//     the request reconciler restarts it the usual way, once;
+//   - after the patch, the workload carries the stamp the request names,
+//     so the reconciler follows that rollout and never restarts again.
+//
+// The patch is conditional on the stamp the workload carried, like the
+// reconciler's own, so two writers can never both restart it.
+func (d *Driver) restartNow(ctx context.Context, k WorkloadKey, h workload.Handle, finished *kickv1alpha1.KickRequest, a assess.Assessment) error {
+	target := k.memoryKey()
+	cached, _ := h.Current()
+	logger := log.FromContext(ctx).WithValues("target", k.String())
+	if !d.mem.pendingStamp(target, cached).IsZero() {
+		// This process restarted it already; the cache has not caught up.
+		logger.V(1).Info("not restarting at once: this manager's last restart is not in the cache yet")
+		return nil
+	}
+	stamp, value := h.Stamp(d.Now(), a.Latest.Latest)
+	if !d.mem.claim(target, stamp) {
+		logger.V(1).Info("not restarting at once: a restart of it is being applied")
+		return nil
+	}
+	var kr *kickv1alpha1.KickRequest
+	var err error
+	if finished != nil {
+		d.Metrics.decision("reopened")
+		kr, err = d.annotate(ctx, finished, a.Latest, value)
+	} else {
+		d.Metrics.decision("created")
+		kr, err = d.create(ctx, k.Kind, h.Target, a.Latest, value)
+	}
+	if err != nil || kr == nil {
+		// No request names the stamp: leave the restart to the reconciler.
+		d.mem.settle(target, stamp, false)
+		logger.V(1).Info("not restarting at once: the request was not written with the stamp", "error", err)
+		return err
+	}
+	if err := h.Restart(ctx, d.Client, value); err != nil {
+		// Someone changed the workload meanwhile, or the API refused: the
+		// request reconciler decides again from what the workload carries.
+		d.mem.settle(target, stamp, false)
+		d.wake(ctx, kr)
+		logger.V(1).Info("restart at once refused; the request decides again", "error", err)
+		return client.IgnoreNotFound(ignoreConflict(err))
+	}
+	d.mem.settle(target, stamp, true)
+	logger.Info("restarted workload", "request", kr.Name, "via", h.Ref().String(), "stamp", value)
+	d.Metrics.restart(kickv1alpha1.ProviderNone, "started")
+	d.Metrics.observeLatency(d.Now().Sub(a.Latest.Latest))
+	d.wake(ctx, kr)
+	return nil
+}
+
+// ignoreConflict treats a refused conditional restart as answered: the
+// workload changed since it was read, and whoever changed it decides.
+func ignoreConflict(err error) error {
+	if apierrors.IsConflict(err) || apierrors.IsInvalid(err) {
+		return nil
+	}
+	return err
+}
+
+// create creates the workload's request for changed; with restart set, it
+// also names the stamp the driver applies. It returns the request only when
+// it wrote restart on it (a request created meanwhile is annotated instead).
+func (d *Driver) create(ctx context.Context, kind kickv1alpha1.TargetKind, obj client.Object, changed freshness.Change, restart string) (*kickv1alpha1.KickRequest, error) {
 	kr := &kickv1alpha1.KickRequest{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: obj.GetNamespace(),
@@ -198,27 +280,39 @@ func (d *Driver) create(ctx context.Context, kind kickv1alpha1.TargetKind, obj c
 			APIVersion: d.Kinds.APIVersion(kind), Kind: kind, Name: obj.GetName(),
 		}},
 	}
+	kr.Annotations = map[string]string{}
 	if !changed.IsZero() {
-		kr.Annotations = map[string]string{kickv1alpha1.ChangeAnnotation: assess.FormatChange(changed)}
+		kr.Annotations[kickv1alpha1.ChangeAnnotation] = assess.FormatChange(changed)
+	}
+	if restart != "" {
+		kr.Annotations[kickv1alpha1.RestartAnnotation] = restart
 	}
 	err := d.Client.Create(ctx, kr)
+	if err == nil {
+		return kr, nil
+	}
 	if !apierrors.IsAlreadyExists(err) {
-		return err
+		return nil, err
 	}
 	existing := &kickv1alpha1.KickRequest{}
 	if err := d.Client.Get(ctx, client.ObjectKeyFromObject(kr), existing); err != nil {
-		return err
+		return nil, err
 	}
 	if sameTarget(existing, kr) {
 		// Created meanwhile (cache lag or a concurrent worker): hand the
-		// change over through the annotation instead.
-		return d.annotate(ctx, existing, changed)
+		// change over through the annotation instead. That request may be
+		// open, so the driver does not restart through it.
+		_, err := d.annotate(ctx, existing, changed, "")
+		return nil, err
 	}
 	// The name is taken by a request for another target: a name never
 	// proves what a request targets, so leave that one alone and use a
 	// name of our own.
 	kr.Name, kr.GenerateName = "", kickv1alpha1.RequestName(kind, obj.GetName())+"-"
-	return d.Client.Create(ctx, kr)
+	if err := d.Client.Create(ctx, kr); err != nil {
+		return nil, err
+	}
+	return kr, nil
 }
 
 // sameTarget reports whether two requests target the same workload.
@@ -227,19 +321,39 @@ func sameTarget(a, b *kickv1alpha1.KickRequest) bool {
 }
 
 // annotate records a change the request must answer; for a finished
-// request this reopens it (the reconciler sees the newer change).
-func (d *Driver) annotate(ctx context.Context, kr *kickv1alpha1.KickRequest, changed freshness.Change) error {
+// request this reopens it (the reconciler sees the newer change). With
+// restart set it also names the stamp the driver applies, and returns the
+// request when it wrote it. The patch is conditional on the request's
+// resourceVersion when it names a stamp, so it cannot land on a request
+// that was reopened meanwhile.
+func (d *Driver) annotate(ctx context.Context, kr *kickv1alpha1.KickRequest, changed freshness.Change, restart string) (*kickv1alpha1.KickRequest, error) {
 	known := assess.AnnotatedChange(kr)
 	if !assess.Adds(changed, known) {
 		d.wake(ctx, kr)
-		return nil
+		return nil, nil
 	}
-	patch := []byte(`{"metadata":{"annotations":{"` + kickv1alpha1.ChangeAnnotation + `":"` + assess.FormatChange(changed.Max(known)) + `"}}}`)
+	annotations := map[string]string{kickv1alpha1.ChangeAnnotation: assess.FormatChange(changed.Max(known))}
+	meta := map[string]any{"annotations": annotations}
+	if restart != "" {
+		annotations[kickv1alpha1.RestartAnnotation] = restart
+		meta["resourceVersion"] = kr.ResourceVersion
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": meta})
+	if err != nil {
+		return nil, err
+	}
 	if err := d.Client.Patch(ctx, kr, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return client.IgnoreNotFound(err)
+		if apierrors.IsConflict(err) {
+			// Changed meanwhile: look again with the newer copy.
+			return nil, err
+		}
+		return nil, client.IgnoreNotFound(err)
 	}
-	d.wake(ctx, kr)
-	return nil
+	if restart == "" {
+		d.wake(ctx, kr)
+		return nil, nil
+	}
+	return kr, nil
 }
 
 func (d *Driver) wake(ctx context.Context, kr *kickv1alpha1.KickRequest) {

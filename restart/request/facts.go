@@ -11,10 +11,27 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/gitops"
 	"github.com/kick-operator/kick/restart/assess"
 	"github.com/kick-operator/kick/restart/discovery"
 	"github.com/kick-operator/kick/restart/workload"
 )
+
+// Facts is facts for other callers that assess from the manager's caches
+// (the admission preflight): the same reads, so the same answer.
+func Facts(ctx context.Context, c client.Reader, csi bool, h workload.Handle, now time.Time) (assess.Facts, error) {
+	return facts(ctx, c, csi, h, now)
+}
+
+// Decide assesses f, first asking the GitOps gate about target when a
+// policy selects it: the assessment the request reconciler acts on.
+func Decide(ctx context.Context, g gitops.Gate, target client.Object, f assess.Facts) assess.Assessment {
+	if sel := assess.Assess(f).Selection; sel.Policy != nil {
+		d := g.Decide(ctx, target, sel.Policy, f.Now)
+		f.GitOps = &d
+	}
+	return assess.Assess(f)
+}
 
 // facts gathers from the cache what an assessment of a workload needs: its
 // policies, its dependencies with their records (and labels, when a policy

@@ -3,13 +3,16 @@ package request
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/assess"
+	"github.com/kick-operator/kick/restart/freshness"
 	"github.com/kick-operator/kick/restart/workload"
 )
 
@@ -76,4 +79,78 @@ func (s *step) coalesce(ctx context.Context) (bool, error) {
 	s.finish(kickv1alpha1.PhaseNoLongerRequired, kickv1alpha1.ReasonCoalesced,
 		fmt.Sprintf("KickRequest %s already handles %s; this request's change was handed to it", first.Name, s.targetRef()))
 	return true, nil
+}
+
+// executingGrace is how long a rollout the driver started may run before
+// its request records phase Executing; claimPoll is how soon a request
+// looks again while the driver's patch is in flight.
+const (
+	executingGrace = 5 * time.Second
+	claimPoll      = 50 * time.Millisecond
+)
+
+// followDriverRestart adopts the restart the driver applied for this
+// request (RestartAnnotation) as the request's own rollout, when the
+// workload carries that stamp. It returns a wait while the driver's patch
+// is still in flight in this process. When the workload does not carry the
+// stamp (the manager stopped before the patch, or the patch was refused),
+// nothing is adopted and the request restarts the usual way.
+func (s *step) followDriverRestart() time.Duration {
+	st := &s.kr.Status
+	stamp, ok := driverRestart(s.kr)
+	if !ok || st.CurrentRollout != nil {
+		return 0
+	}
+	value := s.kr.Annotations[kickv1alpha1.RestartAnnotation]
+	if stamp.Before(s.a.Latest.Latest) {
+		return 0 // it does not cover the change this request answers now
+	}
+	target := memoryKey(s.kr)
+	if claimed, ok := s.r.mem.claimed(target); ok && claimed.Equal(stamp) {
+		return claimPoll
+	}
+	current, _ := s.handle.Current()
+	if !current.Equal(stamp) && !s.r.mem.pendingStamp(target, current).Equal(stamp) {
+		return 0
+	}
+	d := s.a.Gate.Decision()
+	st.Provider, st.Owner = d.Provider, d.Owner
+	s.setGate(d, "")
+	started := metav1.NewMicroTime(stamp)
+	st.CurrentRollout = &kickv1alpha1.RolloutMarker{StartedAt: &started, RestartedAt: value}
+	st.LastRestartTime = &started
+	st.RestartCount++
+	st.Phase = kickv1alpha1.PhaseExecuting
+	s.condition(kickv1alpha1.ConditionStale, true, kickv1alpha1.ReasonDependencyNewer, "restarted for a dependency change")
+	s.condition(kickv1alpha1.ConditionRolloutComplete, false, freshness.RolloutInProgress, "restarted; waiting for the new pods to roll out")
+	s.emit(false, "KickStarted", fmt.Sprintf("restarting %s%s for a dependency change", s.targetRef(), s.through()))
+	s.adopted = true
+	return 0
+}
+
+// deferStatus returns how long this reconcile may put off its status
+// write (0: not at all): it only adopted the driver's restart, whose
+// rollout is younger than executingGrace, and nothing of it is recorded
+// yet. The workload's rollout progress wakes the request meanwhile.
+func (s *step) deferStatus(orig *kickv1alpha1.KickRequest) time.Duration {
+	st := &s.kr.Status
+	if !s.adopted || st.Phase != kickv1alpha1.PhaseExecuting || orig.Status.Phase == kickv1alpha1.PhaseExecuting || st.CurrentRollout == nil {
+		return 0
+	}
+	return max(executingGrace-s.now.Sub(st.CurrentRollout.StartedAt.Time), 0)
+}
+
+// driverRestart returns the stamp the driver applied for the request's
+// change, when the request has not recorded that restart yet.
+func driverRestart(kr *kickv1alpha1.KickRequest) (time.Time, bool) {
+	value := kr.Annotations[kickv1alpha1.RestartAnnotation]
+	if m := kr.Status.CurrentRollout; m != nil && m.RestartedAt == value {
+		return time.Time{}, false // the rollout it follows, or followed
+	}
+	stamp, ok := freshness.ParseStamp(value)
+	// lastRestartTime keeps microseconds; the stamp has nanoseconds.
+	if !ok || (kr.Status.LastRestartTime != nil && !stamp.Truncate(time.Microsecond).After(kr.Status.LastRestartTime.Time)) {
+		return time.Time{}, false // none, unreadable, or already recorded
+	}
+	return stamp, true
 }

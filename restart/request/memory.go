@@ -16,14 +16,48 @@ import (
 // them: the status it last wrote per request (by resourceVersion) and the
 // restart stamp it last wrote per workload. Without it, a reconcile right
 // after a restart could read the workload's old template and restart again.
+//
+// It also holds the restarts the driver is applying right now (claims), so
+// the request reconciler waits for the driver's patch instead of racing it.
 type memory struct {
 	mu      sync.Mutex
 	written map[types.NamespacedName]string
 	stamps  map[string]time.Time
+	claims  map[string]time.Time
 }
 
 func newMemory() *memory {
-	return &memory{written: map[types.NamespacedName]string{}, stamps: map[string]time.Time{}}
+	return &memory{written: map[types.NamespacedName]string{}, stamps: map[string]time.Time{}, claims: map[string]time.Time{}}
+}
+
+// claim marks that the driver is about to restart the workload with stamp;
+// false when a claim is already held.
+func (m *memory) claim(target string, stamp time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, held := m.claims[target]; held {
+		return false
+	}
+	m.claims[target] = stamp
+	return true
+}
+
+// settle ends a claim: applied says whether the stamp reached the workload.
+func (m *memory) settle(target string, stamp time.Time, applied bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.claims, target)
+	if applied {
+		m.stamps[target] = stamp
+	}
+}
+
+// claimed returns the stamp the driver is applying to the workload now.
+func (m *memory) claimed(target string) (time.Time, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	stamp, ok := m.claims[target]
+	return stamp, ok
 }
 
 // read returns the request from the cache, or from the API server when the
@@ -89,7 +123,10 @@ func (m *memory) pendingStamp(target string, cached time.Time) time.Time {
 	return stamp
 }
 
-// memoryKey names a workload for the stamp memory.
+// memoryKey names a request's workload for the stamp memory.
 func memoryKey(kr *kickv1alpha1.KickRequest) string {
-	return kr.Namespace + "/" + string(kr.Spec.TargetRef.Kind) + "/" + kr.Spec.TargetRef.Name
+	return WorkloadKey{Kind: kr.Spec.TargetRef.Kind, Namespace: kr.Namespace, Name: kr.Spec.TargetRef.Name}.memoryKey()
 }
+
+// memoryKey names the workload for the stamp memory.
+func (k WorkloadKey) memoryKey() string { return k.Namespace + "/" + string(k.Kind) + "/" + k.Name }

@@ -92,6 +92,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		log.FromContext(ctx).Info("restarted workload", "target", s.targetRef(), "via", s.handle.Ref().String(), "stamp", s.restartStamp)
 	}
+	if wait := s.deferStatus(orig); wait > 0 {
+		// Nothing to record yet: the rollout the driver started is young and
+		// the request's annotations already say everything a restarted
+		// manager needs. A rollout that finishes within the grace takes its
+		// request from Pending to Succeeded in one write.
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
 	if err := r.writeStatus(ctx, orig, &kr); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -126,7 +133,9 @@ type step struct {
 	restartStamp string
 	deleted      bool
 	reopened     bool
-	event        *eventSpec
+	// adopted: the rollout followed is the one the driver started.
+	adopted bool
+	event   *eventSpec
 	// notice is an Event emitted even without a phase change.
 	notice *eventSpec
 }
@@ -155,6 +164,11 @@ func (s *step) run(ctx context.Context) (ctrl.Result, error) {
 	}
 	if finished {
 		v := s.a.Reopen(s.kr)
+		if _, ok := driverRestart(s.kr); ok {
+			// The driver reopened it and restarted at once: the workload
+			// may already carry the change, but this cycle is the record.
+			v = assess.ReopenVerdict{Reopen: true, Reason: kickv1alpha1.ReasonNewChange, Message: "a newer change reopened the request"}
+		}
 		s.answerChange(v)
 		if !v.Reopen {
 			return s.retain(ctx)
@@ -182,6 +196,9 @@ func (s *step) run(ctx context.Context) (ctrl.Result, error) {
 	}
 	if done, err := s.coalesce(ctx); done || err != nil {
 		return ctrl.Result{}, err
+	}
+	if wait := s.followDriverRestart(); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	if st.CurrentRollout != nil {
 		if res, done := s.track(); done {
@@ -228,11 +245,7 @@ func (s *step) assess(ctx context.Context) error {
 		// sees it (recordManualRequest keeps that moment).
 		f.Handed = freshness.At(s.now)
 	}
-	if sel := assess.Assess(f).Selection; sel.Policy != nil {
-		d := s.r.GitOps.Decide(ctx, s.handle.Target, sel.Policy, s.now)
-		f.GitOps = &d
-	}
-	s.a = assess.Assess(f)
+	s.a = Decide(ctx, s.r.GitOps, s.handle.Target, f)
 	return nil
 }
 
@@ -324,6 +337,9 @@ func (s *step) evaluate() ctrl.Result {
 		started := metav1.NewMicroTime(pending)
 		_, value := s.handle.Stamp(pending, time.Time{})
 		st.CurrentRollout = &kickv1alpha1.RolloutMarker{StartedAt: &started, RestartedAt: value}
+		if microTime(st.LastRestartTime).Before(started.Time) {
+			st.LastRestartTime = &started
+		}
 		st.Phase = kickv1alpha1.PhaseExecuting
 		return ctrl.Result{RequeueAfter: time.Second}
 	}

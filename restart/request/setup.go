@@ -131,6 +131,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		Kinds:   opts.Kinds,
 		CSI:     opts.CSI,
 		Now:     opts.Now,
+		mem:     r.mem,
 	}
 	dc, err := controller.NewTyped[WorkloadKey]("kick-driver", mgr, controller.TypedOptions[WorkloadKey]{
 		Reconciler:              driver,

@@ -21,6 +21,9 @@ type Decision struct {
 	// "0 0 * * *" for 24h) is followed only that far, and Next is then the
 	// end of the last occurrence examined; the message says "until at least".
 	Next time.Time
+	// Deny is set when a Deny window closes the schedule (not the absence
+	// of an open Allow window).
+	Deny bool
 }
 
 // Decide evaluates the schedule at now. A nil Schedule is always open.
@@ -83,6 +86,7 @@ func (s *Schedule) insideDeny(now time.Time, covering []time.Time, active []bool
 		Open:    false,
 		Message: fmt.Sprintf("inside %s %s", noun, last.until(until, exact)),
 		Next:    until,
+		Deny:    true,
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,13 +19,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 )
 
 // InstallCRDs creates, or updates, every CustomResourceDefinition found in the
 // .yaml files of dirs (other kinds are ignored) and waits until each one is
-// Established, so objects of the new kinds can be created right away.
+// Established and published in the OpenAPI v3 document of its group-version,
+// so objects of the new kinds can be created, and explained, right away.
 func InstallCRDs(ctx context.Context, cfg *rest.Config, dirs ...string) error {
 	crds, err := ReadCRDs(dirs...)
 	if err != nil {
@@ -66,7 +69,72 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, dirs ...string) error {
 			return err
 		}
 	}
-	return nil
+	return waitPublished(ctx, cfg, crds)
+}
+
+// waitPublished waits until every served version of every CRD has a schema in
+// the API server's OpenAPI v3 document. The server publishes it a moment after
+// the CRD is Established; until then `kubectl explain` cannot find the kind.
+func waitPublished(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	want := map[string][]string{} // "apis/<group>/<version>" -> kinds
+	for _, crd := range crds {
+		for _, v := range crd.Spec.Versions {
+			if v.Served {
+				path := "apis/" + crd.Spec.Group + "/" + v.Name
+				want[path] = append(want[path], crd.Spec.Names.Kind)
+			}
+		}
+	}
+	return waitFor(ctx, 60*time.Second, nil, "the CRDs' OpenAPI schemas to be published", func() (bool, error) {
+		paths, err := dc.OpenAPIV3().Paths()
+		if err != nil {
+			return false, nil
+		}
+		for path, kinds := range want {
+			gv, ok := paths[path]
+			if !ok {
+				return false, nil
+			}
+			doc, err := gv.Schema("application/json")
+			if err != nil {
+				return false, nil
+			}
+			published := publishedKinds(doc)
+			for _, kind := range kinds {
+				if !published[kind] {
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
+}
+
+// publishedKinds lists the kinds an OpenAPI v3 document has schemas for.
+func publishedKinds(doc []byte) map[string]bool {
+	var parsed struct {
+		Components struct {
+			Schemas map[string]struct {
+				GVK []struct {
+					Kind string `json:"kind"`
+				} `json:"x-kubernetes-group-version-kind"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	kinds := map[string]bool{}
+	if json.Unmarshal(doc, &parsed) != nil {
+		return kinds
+	}
+	for _, schema := range parsed.Components.Schemas {
+		for _, gvk := range schema.GVK {
+			kinds[gvk.Kind] = true
+		}
+	}
+	return kinds
 }
 
 // ReadCRDs parses the CustomResourceDefinitions in the .yaml/.yml files of

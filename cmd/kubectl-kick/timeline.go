@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/restart/discovery"
+	"github.com/kick-operator/kick/sinks/timeline/entry"
+)
+
+// timelineOptions is the parsed command line of "timeline".
+type timelineOptions struct {
+	kind   kickv1alpha1.TargetKind
+	name   string
+	since  time.Duration
+	output string
+}
+
+func parseTimeline(args []string) (*timelineOptions, *genericclioptions.ConfigFlags, bool, error) {
+	fs, cf := newFlagSet("timeline")
+	o := &timelineOptions{}
+	fs.DurationVar(&o.since, "since", 0, "show only what happened in this last span, e.g. 2h (default: everything KICK's objects still tell)")
+	fs.StringVarP(&o.output, "output", "o", "", `output format: "json" for machines (default: one line per item)`)
+	helpRequested, err := parseFlags(fs, args)
+	if err != nil || helpRequested {
+		return nil, nil, helpRequested, err
+	}
+	if o.kind, o.name, err = targetArg(fs, "timeline"); err != nil {
+		return nil, nil, false, err
+	}
+	if o.since < 0 {
+		return nil, nil, false, usagef("--since must not be negative")
+	}
+	switch o.output {
+	case "", "text", "json":
+	default:
+		return nil, nil, false, usagef("unknown output format %q: use -o json, or leave -o out for text", o.output)
+	}
+	return o, cf, false, nil
+}
+
+// workloadTimeline is the -o json answer; the timeline server's
+// /timeline answers with the same shape.
+type workloadTimeline struct {
+	entry.Workload
+	State   string        `json:"state"`
+	Entries []entry.Entry `json:"entries"`
+	// Incomplete names what could not be read.
+	Incomplete []string `json:"incomplete,omitempty"`
+}
+
+func runTimeline(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, s, code, ok := begin(args, parseTimeline, stdout, stderr)
+	if !ok {
+		return code
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	now := time.Now()
+	tl, err := s.timeline(ctx, o.kind, o.name)
+	if err != nil {
+		fmt.Fprintf(stderr, "kubectl kick: %v\n", err)
+		return exitFailed
+	}
+	if o.since > 0 {
+		tl.Entries = entry.Since(tl.Entries, now.Add(-o.since))
+	}
+	for _, msg := range tl.Incomplete {
+		fmt.Fprintf(stderr, "kubectl kick: warning: %s\n", msg)
+	}
+	if o.output == "json" {
+		return printJSON(stdout, stderr, tl)
+	}
+	printTimeline(stdout, tl, time.Local)
+	return exitOK
+}
+
+func printTimeline(out io.Writer, tl *workloadTimeline, loc *time.Location) {
+	fmt.Fprintf(out, "%s (now %s)\n", tl.Workload, tl.State)
+	if len(tl.Entries) == 0 {
+		fmt.Fprintln(out, "nothing recorded: KICK has no request, observed change or event for this workload in this span")
+		return
+	}
+	for _, e := range tl.Entries {
+		fmt.Fprintln(out, entry.Line(e, loc))
+	}
+}
+
+// timeline reads, with the caller's credentials and through the API server
+// only, what KICK's objects tell about one workload: its KickRequests, the
+// records of the sources it consumes, and the Events about both. Reads
+// other than the requests may fail (missing permissions); the answer then
+// says what it lacks.
+func (s *session) timeline(ctx context.Context, kind kickv1alpha1.TargetKind, name string) (*workloadTimeline, error) {
+	w := entry.Workload{Namespace: s.namespace, Kind: string(kind), Name: name}
+	tl := &workloadTimeline{Workload: w}
+	requests, err := s.requestsFor(ctx, kind, name)
+	if err != nil {
+		return nil, err
+	}
+	var es []entry.Entry
+	for i := range requests {
+		es = append(es, entry.FromRequest(&requests[i])...)
+	}
+	if obj, err := newWorkload(kind); err == nil {
+		switch err := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, obj); {
+		case apierrors.IsNotFound(err):
+			tl.Incomplete = append(tl.Incomplete, fmt.Sprintf("%s/%s does not exist (any more); its sources are unknown", kind, name))
+		case err != nil:
+			tl.Incomplete = append(tl.Incomplete, readError("get", resourceOf(kind), s.namespace, err).Error())
+		default:
+			for _, d := range discovery.FromWorkload(obj) {
+				if !counted(d) {
+					continue
+				}
+				df := depFacts{dep: d}
+				s.readRecord(ctx, &df)
+				if df.recordErr != nil {
+					tl.Incomplete = append(tl.Incomplete, df.recordErr.Error())
+				} else if df.record != nil {
+					es = append(es, entry.FromObservation(df.record, []entry.Workload{w})...)
+				}
+			}
+		}
+	}
+	about := []struct{ kind, name string }{{string(kind), name}}
+	for _, kr := range requests {
+		about = append(about, struct{ kind, name string }{"KickRequest", kr.Name})
+	}
+	for _, a := range about {
+		var events corev1.EventList
+		if err := s.client.List(ctx, &events, client.InNamespace(s.namespace),
+			client.MatchingFields{"involvedObject.kind": a.kind, "involvedObject.name": a.name}); err != nil {
+			tl.Incomplete = append(tl.Incomplete, readError("list", "events", s.namespace, err).Error())
+			break
+		}
+		for i := range events.Items {
+			es = append(es, entry.FromEvent(&events.Items[i], w))
+		}
+	}
+	es = entry.Dedupe(es)
+	entry.Narrate(es)
+	tl.State = entry.State(es)
+	if es == nil {
+		es = []entry.Entry{}
+	}
+	tl.Entries = es
+	return tl, nil
+}

@@ -1,0 +1,310 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// A -peers run measures several controllers one after another, each on a
+// fresh control plane with the same fixture and seed, and prints one table
+// with KICK's ratios to the floor and to the peer. Timings on a shared
+// machine drift between sittings; ratios from one run do not.
+
+// peer is one controller of a comparison and the harness flags that run it.
+type peer struct {
+	Name string
+	Args []string
+}
+
+// Peer names and what they run. A name may carry a path: "floor=bin/x",
+// "kick=bin/kick-manager-argocd", "reloader=/path/to/reloader".
+const (
+	peerFloor    = "floor"
+	peerKick     = "kick"
+	peerReloader = "reloader"
+)
+
+// parsePeers turns "floor,kick,reloader=/path" into harness runs.
+func parsePeers(spec string) ([]peer, error) {
+	var out []peer
+	seen := map[string]bool{}
+	for _, part := range strings.Split(spec, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, path, _ := strings.Cut(part, "=")
+		if seen[name] {
+			return nil, fmt.Errorf("-peers names %s twice", name)
+		}
+		seen[name] = true
+		switch name {
+		case peerFloor:
+			if path == "" {
+				path = "bin/bench-floor"
+			}
+			out = append(out, peer{name, []string{"-setup", "", "-ready-url", "", "-metrics-url", "",
+				"-controller", path + " --kubeconfig {kubeconfig} --namespace {namespace}"}})
+		case peerKick:
+			if path == "" {
+				path = "bin/kick-manager"
+			}
+			out = append(out, peer{name, []string{"-controller", path + " --kubeconfig {kubeconfig} --namespace kick-system" +
+				" --metrics-bind-address {metrics-addr} --health-probe-bind-address {probe-addr}"}})
+		case peerReloader:
+			if path == "" {
+				return nil, fmt.Errorf("reloader needs its binary: reloader=/path/to/reloader (see docs/operations/performance.md)")
+			}
+			// Reloader reads $KUBECONFIG, acts on annotated workloads and
+			// has no readiness endpoint; its metrics carry no client-go
+			// request counts.
+			out = append(out, peer{name, []string{"-setup", "", "-ready-url", "", "-metrics-url", "",
+				"-workload-annotations", "reloader.stakater.com/auto=true",
+				"-controller", "env KUBECONFIG={kubeconfig} " + path + " --namespaces-to-ignore=kube-system"}})
+		default:
+			return nil, fmt.Errorf("unknown peer %q; use floor, kick and reloader=PATH", name)
+		}
+	}
+	if !seen[peerKick] {
+		return nil, fmt.Errorf("-peers must include kick")
+	}
+	return out, nil
+}
+
+// extractFlag removes -name v / -name=v (or --name) from args and returns its value.
+func extractFlag(args []string, name string) (value string, rest []string, found bool) {
+	for i := 0; i < len(args); i++ {
+		a := strings.TrimLeft(args[i], "-")
+		switch {
+		case a == name && i+1 < len(args) && strings.HasPrefix(args[i], "-"):
+			value, found = args[i+1], true
+			i++
+		case strings.HasPrefix(a, name+"=") && strings.HasPrefix(args[i], "-"):
+			value, found = strings.TrimPrefix(a, name+"="), true
+		default:
+			rest = append(rest, args[i])
+		}
+	}
+	return value, rest, found
+}
+
+// PeerResults is the JSON of a -peers run: every number of every run, and
+// the comparison.
+type PeerResults struct {
+	Runs       []PeerRun    `json:"runs"`
+	Comparison []Comparison `json:"comparison"`
+}
+
+// PeerRun is one controller's full results.
+type PeerRun struct {
+	Name    string   `json:"name"`
+	Results *Results `json:"results"`
+	Error   string   `json:"error,omitempty"`
+}
+
+// Comparison is one row of the table: a metric per peer, KICK's ratios and
+// the target on them.
+type Comparison struct {
+	Metric  string             `json:"metric"`
+	Unit    string             `json:"unit"`
+	Values  map[string]float64 `json:"values"` // by peer; absent: not measured
+	Ratios  map[string]float64 `json:"ratios"` // "kick/floor", "kick/reloader"
+	Goal    string             `json:"goal,omitempty"`
+	Verdict string             `json:"verdict,omitempty"` // PASS, FAIL, n/a
+}
+
+// runPeers runs every peer with the shared args and prints each report and
+// then the comparison.
+func runPeers(ctx context.Context, spec string, args []string, out io.Writer) (*PeerResults, error) {
+	peers, err := parsePeers(spec)
+	if err != nil {
+		return nil, err
+	}
+	jsonPath, args, _ := extractFlag(args, "json")
+	if _, _, ok := extractFlag(args, "controller"); ok {
+		return nil, fmt.Errorf("-controller and -peers exclude each other")
+	}
+	if seed, _, ok := extractFlag(args, "seed"); !ok || seed == "0" {
+		args = append(args, "-seed", fmt.Sprint(time.Now().UnixNano()))
+	}
+	res := &PeerResults{}
+	for _, p := range peers {
+		fmt.Fprintf(os.Stderr, "%s  == peer %s\n", time.Now().Format("15:04:05"), p.Name)
+		r, err := run(ctx, append(append([]string(nil), args...), p.Args...), out)
+		run := PeerRun{Name: p.Name, Results: r}
+		if err != nil {
+			run.Error = err.Error()
+		}
+		res.Runs = append(res.Runs, run)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	res.Comparison = compare(res.Runs)
+	printComparison(out, res)
+	if jsonPath != "" {
+		data, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return res, err
+		}
+		if err := os.WriteFile(jsonPath, append(data, '\n'), 0o644); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// writesPerRestart counts the API writes (every verb but GET, LIST and
+// WATCH) per restart of the burst, from the controller's client metrics.
+func writesPerRestart(r *Results) (float64, bool) {
+	if r.API.PerRestart == nil || r.Burst.Restarted == 0 {
+		return 0, false
+	}
+	var writes float64
+	for verb, n := range r.API.ByMethod {
+		switch strings.ToUpper(verb) {
+		case "GET", "LIST", "WATCH":
+		default:
+			writes += n
+		}
+	}
+	return writes / float64(r.Burst.Restarted), true
+}
+
+// compare builds the rows of the comparison and judges KICK's targets,
+// each a ratio measured in this one run.
+func compare(runs []PeerRun) []Comparison {
+	type metric struct {
+		name, unit string
+		value      func(*Results) (float64, bool)
+		// goal judges KICK's ratios (nil: no target); higher values of
+		// the metric are worse for all of them.
+		maxToFloor, minReloaderOverKick float64
+		absoluteMax                     *float64
+	}
+	ms := func(v float64, n int) (float64, bool) { return v, n > 0 }
+	five, zero := 5.0, 0.0
+	metrics := []metric{
+		{name: "single change p50", unit: "ms", value: func(r *Results) (float64, bool) { return ms(r.Single.P50, r.Single.Restarts) },
+			maxToFloor: 1.5, minReloaderOverKick: 1 / 0.6},
+		{name: "single change p99", unit: "ms", value: func(r *Results) (float64, bool) { return ms(r.Single.P99, r.Single.Restarts) }},
+		{name: "burst, last restart", unit: "ms", value: func(r *Results) (float64, bool) { return ms(r.Burst.TotalMS, r.Burst.Restarted) },
+			maxToFloor: 1.4, minReloaderOverKick: 5},
+		{name: "burst, restarted", unit: "of changed", value: func(r *Results) (float64, bool) {
+			return float64(r.Burst.Restarted) / float64(max(r.Burst.Changed, 1)), r.Burst.Changed > 0
+		}},
+		{name: "RSS steady", unit: "MB", value: func(r *Results) (float64, bool) { return r.Memory.SteadyMB, r.Memory.SteadyMB > 0 },
+			maxToFloor: 1.2},
+		{name: "RSS peak", unit: "MB", value: func(r *Results) (float64, bool) { return r.Memory.PeakMB, r.Memory.PeakMB > 0 },
+			maxToFloor: 1.3},
+		{name: "API calls per restart", unit: "calls", value: func(r *Results) (float64, bool) {
+			if r.API.PerRestart == nil {
+				return 0, false
+			}
+			return *r.API.PerRestart, true
+		}},
+		{name: "API writes per restart", unit: "writes", value: writesPerRestart, absoluteMax: &five},
+		{name: "install restarts", unit: "restarts", value: func(r *Results) (float64, bool) {
+			return float64(r.Install.Restarts), r.Install.ReadyBy != ""
+		}, absoluteMax: &zero},
+	}
+	var rows []Comparison
+	for _, m := range metrics {
+		row := Comparison{Metric: m.name, Unit: m.unit, Values: map[string]float64{}, Ratios: map[string]float64{}}
+		for _, run := range runs {
+			if run.Results == nil {
+				continue
+			}
+			if v, ok := m.value(run.Results); ok {
+				row.Values[run.Name] = v
+			}
+		}
+		kick, hasKick := row.Values[peerKick]
+		for _, other := range []string{peerFloor, peerReloader} {
+			if v, ok := row.Values[other]; ok && hasKick && v > 0 {
+				row.Ratios[peerKick+"/"+other] = kick / v
+			}
+		}
+		var goals []string
+		verdict := ""
+		judge := func(goal string, measured, pass bool) {
+			goals = append(goals, goal)
+			switch {
+			case !measured:
+				if verdict == "" {
+					verdict = "n/a"
+				}
+			case !pass:
+				verdict = "FAIL"
+			case verdict != "FAIL":
+				verdict = "PASS"
+			}
+		}
+		if m.maxToFloor > 0 {
+			r, ok := row.Ratios[peerKick+"/"+peerFloor]
+			judge(fmt.Sprintf("≤ %.1f× floor", m.maxToFloor), ok, r <= m.maxToFloor)
+		}
+		if m.minReloaderOverKick > 0 {
+			r, ok := row.Ratios[peerKick+"/"+peerReloader]
+			judge(fmt.Sprintf("≤ %.2f× Reloader", 1/m.minReloaderOverKick), ok, r <= 1/m.minReloaderOverKick)
+		}
+		if m.absoluteMax != nil {
+			judge(fmt.Sprintf("≤ %g", *m.absoluteMax), hasKick, kick <= *m.absoluteMax)
+		}
+		row.Goal, row.Verdict = strings.Join(goals, ", "), verdict
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+func printComparison(w io.Writer, res *PeerResults) {
+	fmt.Fprintf(w, "\n══ Peers, one run each on a fresh control plane, same fixture and seed\n")
+	names := make([]string, 0, len(res.Runs))
+	for _, r := range res.Runs {
+		names = append(names, r.Name)
+		if r.Error != "" {
+			fmt.Fprintf(w, "  !! %s: %s\n", r.Name, r.Error)
+		}
+	}
+	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(t, "  metric\t%s\tkick/floor\tkick/reloader\tgoal\tverdict\n", strings.Join(names, "\t"))
+	for _, row := range res.Comparison {
+		fmt.Fprintf(t, "  %s (%s)", row.Metric, row.Unit)
+		for _, n := range names {
+			if v, ok := row.Values[n]; ok {
+				fmt.Fprintf(t, "\t%s", trimFloat(v))
+			} else {
+				fmt.Fprintf(t, "\tn/a")
+			}
+		}
+		for _, key := range []string{"kick/floor", "kick/reloader"} {
+			if v, ok := row.Ratios[key]; ok {
+				fmt.Fprintf(t, "\t%.2f×", v)
+			} else {
+				fmt.Fprintf(t, "\t–")
+			}
+		}
+		fmt.Fprintf(t, "\t%s\t%s\n", orDash(row.Goal), orDash(row.Verdict))
+	}
+	t.Flush()
+}
+
+func trimFloat(v float64) string {
+	if v >= 100 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "–"
+	}
+	return s
+}

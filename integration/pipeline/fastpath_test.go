@@ -1,0 +1,110 @@
+package pipeline
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/integration/fixture"
+	"github.com/kick-operator/kick/restart/freshness"
+)
+
+// TestImmediateRestartWritesLittle: an ungated restart takes the driver's
+// path: the request names the stamp the workload got, and a rollout that
+// completes quickly is recorded in one status write (Pending → Succeeded).
+func TestImmediateRestartWritesLittle(t *testing.T) {
+	f := fixture.Setup(t)
+	f.Policy("all", selectAll)
+	f.WebWithSecret()
+	f.SetSecret("db", map[string]string{"password": "bravo"})
+	kr := f.WaitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 60*time.Second)
+	stamp := f.RestartStamp("web")
+	if got := kr.Annotations[kickv1alpha1.RestartAnnotation]; got == "" || got != stamp {
+		t.Fatalf("request names stamp %q, the workload carries %q", got, stamp)
+	}
+	if kr.Status.RestartCount != 1 || kr.Status.CurrentRollout == nil || kr.Status.CurrentRollout.RestartedAt != stamp {
+		t.Fatalf("request did not record the driver's restart: %+v", kr.Status)
+	}
+	f.WaitReplicaSets("web", 2)
+}
+
+// The two moments a manager can die on the driver's path leave durable
+// states that the next manager must finish with exactly one restart. The
+// tests build those states by hand: a request held at a gate (so the
+// change is recorded and the request exists), the manager killed, then
+// the restart annotation written as the driver writes it, with and without
+// the workload carrying that stamp.
+
+func crashedDriverState(t *testing.T, patched bool) (*fixture.F, string) {
+	f := fixture.Setup(t)
+	f.Policy("all", selectAll+"\nsuspend: true")
+	f.WebWithSecret()
+	f.SetSecret("db", map[string]string{"password": "bravo"})
+	kr := f.WaitPhase("deployment-web", kickv1alpha1.PhaseWaitingForGate, 60*time.Second)
+	f.Mgr.Kill()
+
+	change, ok := freshness.ParseStamp(kr.Annotations[kickv1alpha1.ChangeAnnotation])
+	if !ok {
+		change = time.Now()
+	}
+	value := freshness.FormatStamp(change.Add(time.Millisecond))
+	ctx := context.Background()
+	patch := client.MergeFrom(kr.DeepCopy())
+	kr.Annotations[kickv1alpha1.RestartAnnotation] = value
+	if err := f.Env.Client.Patch(ctx, kr, patch); err != nil {
+		t.Fatal(err)
+	}
+	if patched {
+		setRestartStamp(t, f, "web", value)
+	}
+	f.PatchPolicy("all", `{"spec":{"suspend":false}}`)
+	f.Mgr = f.Env.StartManager(t, fixture.ManagerNamespace)
+	return f, value
+}
+
+// TestCrashAfterTheDriversPatchRestartsNoMore: the workload carries the
+// stamp the request names; the new manager follows that rollout.
+func TestCrashAfterTheDriversPatchRestartsNoMore(t *testing.T) {
+	f, value := crashedDriverState(t, true)
+	kr := f.WaitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 60*time.Second)
+	if got := f.RestartStamp("web"); got != value {
+		t.Fatalf("the new manager restarted again: stamp %q, want the driver's %q", got, value)
+	}
+	if kr.Status.CurrentRollout == nil || kr.Status.CurrentRollout.RestartedAt != value || kr.Status.RestartCount != 1 {
+		t.Fatalf("request did not follow the driver's restart: %+v", kr.Status)
+	}
+	f.Barrier()
+	f.WaitReplicaSets("web", 2)
+}
+
+// TestCrashBeforeTheDriversPatchRestartsOnce: the request names a stamp the
+// workload never got; the new manager restarts it the usual way, once.
+func TestCrashBeforeTheDriversPatchRestartsOnce(t *testing.T) {
+	f, value := crashedDriverState(t, false)
+	kr := f.WaitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 60*time.Second)
+	got := f.RestartStamp("web")
+	if got == "" || got == value {
+		t.Fatalf("workload stamp %q: want a restart of the new manager's own", got)
+	}
+	if kr.Status.RestartCount != 1 {
+		t.Fatalf("restartCount %d, want 1", kr.Status.RestartCount)
+	}
+	f.Barrier()
+	f.WaitReplicaSets("web", 2)
+}
+
+// setRestartStamp writes the restartedAt annotation as a restart would.
+func setRestartStamp(t *testing.T, f *fixture.F, deployment, value string) {
+	t.Helper()
+	patch := []byte(`{"spec":{"template":{"metadata":{"annotations":{"` + freshness.RestartedAtAnnotation + `":"` + value + `"}}}}}`)
+	obj := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: f.NS, Name: deployment}}
+	if err := f.Env.Client.Patch(context.Background(), obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,362 @@
+package timeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/integration/cluster"
+	"github.com/kick-operator/kick/integration/fixture"
+	"github.com/kick-operator/kick/sinks/timeline"
+	"github.com/kick-operator/kick/sinks/timeline/entry"
+)
+
+const selectAll = `discovery: {workloadSelector: {}}`
+
+// getJSON GETs url with an optional bearer token; out is filled on 200.
+func getJSON(url, token string, out any) (int, string, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode == http.StatusOK && out != nil {
+		err = json.Unmarshal(body, out)
+	}
+	return resp.StatusCode, string(body), err
+}
+
+// types lists the entry types of a timeline in order.
+func types(es []entry.Entry) string {
+	var out []string
+	for _, e := range es {
+		out = append(out, string(e.Type))
+	}
+	return strings.Join(out, ",")
+}
+
+// waitCycle waits until the timeline of web shows a change of Secret db,
+// then a restart, then a completion, and returns it.
+func waitCycle(t *testing.T, addr, ns string) timeline.WorkloadTimeline {
+	t.Helper()
+	var tl timeline.WorkloadTimeline
+	url := fmt.Sprintf("http://%s/timeline?namespace=%s&kind=Deployment&name=web", addr, ns)
+	cluster.Eventually(t, 60*time.Second, "the timeline of web to show change, restart and completion", func() (bool, error) {
+		tl = timeline.WorkloadTimeline{}
+		code, body, err := getJSON(url, "", &tl)
+		if err != nil || code != http.StatusOK {
+			return false, fmt.Errorf("%d %v %s", code, err, body)
+		}
+		change, restart, done := -1, -1, -1
+		for i, e := range tl.Entries {
+			switch {
+			case e.Type == entry.Change && e.Source == "Secret db" && change < 0:
+				change = i
+			case e.Type == entry.Restart && restart < 0:
+				restart = i
+			case e.Type == entry.Completion:
+				done = i
+			}
+		}
+		return change >= 0 && change < restart && restart < done, fmt.Errorf("entries: %s", types(tl.Entries))
+	})
+	return tl
+}
+
+// TestSecretChangeOnTheTimeline: after a Secret change, the JSON API, the
+// overview in headless Chromium (change marker left of the restart
+// marker) and kubectl kick timeline all show the cycle; a restarted
+// manager rebuilds it from KICK's objects.
+func TestSecretChangeOnTheTimeline(t *testing.T) {
+	chromium := requireChromium(t)
+	f := fixture.Setup(t)
+	f.Policy("all", selectAll)
+	f.WebWithSecret()
+	f.ConfigMap("settings", map[string]string{"mode": "a"})
+	f.Deployment("worker", 1, corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox",
+		EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}}}}})
+	f.WaitAvailable("worker")
+	f.SetSecret("db", map[string]string{"password": "bravo"})
+	f.WaitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 90*time.Second)
+	f.SetConfigMap("settings", map[string]string{"mode": "b"})
+	f.WaitPhase("deployment-worker", kickv1alpha1.PhaseSucceeded, 90*time.Second)
+
+	tl := waitCycle(t, f.Mgr.Timeline(), f.NS)
+	for _, e := range tl.Entries {
+		if strings.Contains(e.Summary+e.Message+e.Note, "bravo") || strings.Contains(e.Summary+e.Message+e.Note, "password") {
+			t.Fatalf("an entry carries Secret data or a key name: %+v", e)
+		}
+	}
+	for _, e := range tl.Entries {
+		if e.Type == entry.Restart && !strings.Contains(e.Note, "after the change") {
+			t.Errorf("the restart does not say how long after the change it came: %+v", e)
+		}
+	}
+
+	browse(t, chromium, f.Mgr.Timeline(), f.NS)
+
+	// A new manager rebuilds the cycle from the KickRequest, the
+	// SourceObservation and the Events.
+	f.Mgr.Kill()
+	m2 := f.Env.StartManager(t, fixture.ManagerNamespace)
+	rebuilt := waitCycle(t, m2.Timeline(), f.NS)
+	t.Logf("rebuilt timeline: %s", types(rebuilt.Entries))
+
+	// kubectl kick timeline tells the same story through the API server.
+	out, err := exec.Command(cluster.Binary(t, "kubectl-kick"), "timeline", "deployment/web",
+		"-n", f.NS, "--kubeconfig", f.Env.Cluster.Kubeconfig, "--since", "1h").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl kick timeline: %v\n%s", err, out)
+	}
+	text := string(out)
+	t.Logf("kubectl kick timeline:\n%s", text)
+	iChange, iRestart := strings.Index(text, "Secret db changed"), strings.Index(text, "restarted by KICK")
+	if iChange < 0 || iRestart < 0 || iChange > iRestart || !strings.Contains(text, "after the change") || !strings.Contains(text, "rollout completed") {
+		t.Fatalf("kubectl kick timeline does not show change, then restart and completion:\n%s", text)
+	}
+	if strings.Contains(text, "bravo") || strings.Contains(text, "password") {
+		t.Fatalf("kubectl kick timeline shows Secret data or a key name:\n%s", text)
+	}
+	var js struct {
+		Entries []entry.Entry `json:"entries"`
+	}
+	out, err = exec.Command(cluster.Binary(t, "kubectl-kick"), "timeline", "deployment/web",
+		"-n", f.NS, "--kubeconfig", f.Env.Cluster.Kubeconfig, "-o", "json").Output()
+	if err != nil || json.Unmarshal(out, &js) != nil || len(js.Entries) == 0 {
+		t.Fatalf("kubectl kick timeline -o json: %v\n%s", err, out)
+	}
+}
+
+// requireChromium finds Debian's chromium; the browser test fails (never
+// skips) without it.
+func requireChromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("chromium is not installed: the timeline's browser test needs headless Chromium (Debian: apt-get install -y chromium)")
+	return ""
+}
+
+// browse opens the overview in headless Chromium, waits for web's lane with
+// its change and restart markers, checks the change is drawn left of the
+// restart, opens the workload's detail and saves a screenshot.
+func browse(t *testing.T, chromium, addr, ns string) {
+	t.Helper()
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.WindowSize(1500, 900))...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+
+	lane := fmt.Sprintf(`[data-lane="%s/Deployment/web"]`, ns)
+	fail := func(what string, err error) {
+		html, _ := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("body")))
+		t.Fatalf("browser: %s: %v\npage:\n%.4000s", what, err, html)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(fmt.Sprintf("http://%s/timeline/ui?range=all&filter=%s", addr, ns)),
+		chromedp.WaitVisible(chromedp.CSS(lane+` [data-type="restart"]`)),
+		chromedp.WaitVisible(chromedp.CSS(lane+` [data-type="change"]`)),
+	); err != nil {
+		fail("web's lane with change and restart markers", err)
+	}
+	xs, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](fmt.Sprintf(`(() => {
+		const lane = document.querySelector(%q);
+		const x = (t) => { const r = lane.querySelector('[data-type="' + t + '"]').getBoundingClientRect(); return r.left + r.width / 2; };
+		return [x("change"), x("restart")];
+	})()`, lane)))
+	if err != nil {
+		fail("marker positions", err)
+	}
+	if len(xs) != 2 || !(xs[0] < xs[1]) {
+		t.Fatalf("change marker at x=%v is not left of the restart marker", xs)
+	}
+	log, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#log")))
+	if err != nil || !strings.Contains(log, "Secret db changed") {
+		t.Fatalf("event log: %v\n%s", err, log)
+	}
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		fail("screenshot", err)
+	}
+	saveScreenshot(t, "timeline.png", shot)
+
+	// The workload's own timeline and its graph.
+	if err := chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(lane+` .lanelabel`)),
+		chromedp.WaitVisible(chromedp.CSS(`#dag [data-node="Secret/db"]`)),
+	); err != nil {
+		fail("workload detail", err)
+	}
+	nodes, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#dag [data-node]').length`))
+	if err != nil || nodes < 3 {
+		t.Fatalf("workload graph: %v (%d nodes)", err, nodes)
+	}
+	detail, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		fail("screenshot", err)
+	}
+	saveScreenshot(t, "timeline-detail.png", detail)
+}
+
+// saveScreenshot keeps a screenshot in the test's artifact directory and,
+// when KICK_TIMELINE_SCREENSHOTS names a directory (make docs-screenshots
+// uses docs/images), there too.
+func saveScreenshot(t *testing.T, name string, png []byte) {
+	t.Helper()
+	dirs := []string{t.ArtifactDir()}
+	if d := os.Getenv("KICK_TIMELINE_SCREENSHOTS"); d != "" {
+		dirs = append(dirs, d)
+	}
+	for _, d := range dirs {
+		p := filepath.Join(d, name)
+		if err := os.WriteFile(p, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot: %s", p)
+	}
+}
+
+// TestTimelineAccess: bound beyond loopback, the timeline wants a bearer
+// token (401 without) and shows a token only the namespaces in which it
+// may list KickRequests.
+func TestTimelineAccess(t *testing.T) {
+	env := cluster.Get(t)
+	ctx := context.Background()
+	a, b := env.Namespace(t), env.Namespace(t)
+	for _, ns := range []string{a, b} {
+		p := &kickv1alpha1.KickPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "all"},
+			Spec: kickv1alpha1.KickPolicySpec{Discovery: &kickv1alpha1.DiscoverySpec{WorkloadSelector: &metav1.LabelSelector{}}}}
+		if err := env.Client.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		d := fixtureDeployment(ns, "web")
+		if err := env.Client.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: a, Name: "viewer"}}); err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: a, Name: "kick-viewer"}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{kickv1alpha1.GroupVersion.Group}, Resources: []string{"kickrequests"}, Verbs: []string{"get", "list", "watch"}}}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: a, Name: "kick-viewer"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: a, Name: "viewer"}}}
+	if err := env.Client.Create(ctx, role); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctx, binding); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(a).CreateToken(ctx, "viewer",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(600))}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := tr.Status.Token
+	// The manager remembers a denial for a while: wait until the API
+	// server's RBAC informers have seen the binding.
+	cluster.Eventually(t, 30*time.Second, "the binding to take effect", func() (bool, error) {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:               "system:serviceaccount:" + a + ":viewer",
+			Groups:             []string{"system:serviceaccounts", "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: a, Verb: "list", Group: kickv1alpha1.GroupVersion.Group, Resource: "kickrequests"},
+		}}
+		if err := env.Client.Create(ctx, sar); err != nil {
+			return false, err
+		}
+		return sar.Status.Allowed, fmt.Errorf("not allowed yet: %s", sar.Status.Reason)
+	})
+
+	// Bound on every address (not loopback only), reached through loopback.
+	_, port, _ := net.SplitHostPort(cluster.FreeAddr(t))
+	env.StartManager(t, fixture.ManagerNamespace, "--timeline-bind-address", ":"+port)
+	base := "http://127.0.0.1:" + port
+	cluster.Eventually(t, 30*time.Second, "the timeline to listen", func() (bool, error) {
+		_, _, err := getJSON(base+"/timeline/overview", "", nil)
+		return err == nil, err
+	})
+
+	if code, _, _ := getJSON(base+"/timeline/overview", "", nil); code != http.StatusUnauthorized {
+		t.Fatalf("no token: status %d, want 401", code)
+	}
+	if code, _, _ := getJSON(base+"/timeline/overview", "not-a-token", nil); code != http.StatusUnauthorized {
+		t.Fatalf("a token the API server rejects: status %d, want 401", code)
+	}
+	var o timeline.Overview
+	cluster.Eventually(t, 30*time.Second, "namespace "+a+" in the viewer's overview", func() (bool, error) {
+		o = timeline.Overview{}
+		code, body, err := getJSON(base+"/timeline/overview", token, &o)
+		if err != nil || code != http.StatusOK {
+			return false, fmt.Errorf("%d %v %.200s", code, err, body)
+		}
+		for _, l := range o.Lanes {
+			if l.Namespace == a && l.Name == "web" {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("lanes: %d", len(o.Lanes))
+	})
+	for _, l := range o.Lanes {
+		if l.Namespace != a {
+			t.Fatalf("the viewer of %s sees a lane of %s", a, l.Key())
+		}
+	}
+	for _, p := range []string{"/timeline/dag?namespace=" + b, "/timeline?namespace=" + b + "&kind=Deployment&name=web", "/timeline/discovery?namespace=" + b} {
+		if code, _, _ := getJSON(base+p, token, nil); code != http.StatusForbidden {
+			t.Fatalf("%s: status %d, want 403", p, code)
+		}
+	}
+	var d timeline.DAG
+	if code, body, err := getJSON(base+"/timeline/dag?namespace="+a, token, &d); err != nil || code != http.StatusOK || len(d.Nodes) < 2 {
+		t.Fatalf("dag of %s: %d %v %s", a, code, err, body)
+	}
+}
+
+// fixtureDeployment is a one-replica Deployment consuming Secret db.
+func fixtureDeployment(ns, name string) *appsv1.Deployment {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: appsv1.DeploymentSpec{
+		Replicas: ptr.To(int32(1)),
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}}, Spec: fixture.PodSpec("db")},
+	}}
+	return d
+}

@@ -1,0 +1,153 @@
+package timeline
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/router"
+	"github.com/kick-operator/kick/sinks/timeline/entry"
+)
+
+func testServer(t *testing.T, access Access, objs ...client.Object) (*Server, *History) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = kickv1alpha1.AddToScheme(scheme)
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+	h := NewHistory(1000, 0)
+	return &Server{opts: Options{History: h, Access: access}, cat: catalog{reader: c}}, h
+}
+
+func managedDeployment(ns, name string) []client.Object {
+	p := &kickv1alpha1.KickPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "restart-all"},
+		Spec: kickv1alpha1.KickPolicySpec{Discovery: &kickv1alpha1.DiscoverySpec{WorkloadSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}}}}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": name}}}
+	d.Spec.Template.Spec.Volumes = nil
+	return []client.Object{p, d}
+}
+
+func get(t *testing.T, h http.Handler, path string, out any) int {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	if out != nil && rec.Code == http.StatusOK {
+		if err := json.Unmarshal(rec.Body.Bytes(), out); err != nil {
+			t.Fatalf("%s: %v\n%s", path, err, rec.Body)
+		}
+	}
+	return rec.Code
+}
+
+// TestAccessFiltersNamespaces: a caller who may read namespace a sees a's
+// lanes and not b's, and is refused b's workload and graph; a caller
+// without a token gets 401.
+func TestAccessFiltersNamespaces(t *testing.T) {
+	access := func(r *http.Request) (func(context.Context, string) bool, int) {
+		switch r.Header.Get("Authorization") {
+		case "":
+			return nil, http.StatusUnauthorized
+		}
+		return func(_ context.Context, ns string) bool { return ns == "a" }, http.StatusOK
+	}
+	objs := append(managedDeployment("a", "web"), managedDeployment("b", "api")...)
+	s, h := testServer(t, access, objs...)
+	now := time.Now()
+	h.Add(FromRouter(router.SourceChanged{Source: router.ObjectRef{Kind: "Secret", Namespace: "a", Name: "db"}, Class: router.ClassRelevant,
+		ChangeTime: now, Consumers: []router.ObjectRef{{Kind: "Deployment", Namespace: "a", Name: "web"}}})...)
+	h.Add(FromRouter(router.SourceChanged{Source: router.ObjectRef{Kind: "Secret", Namespace: "b", Name: "db"}, Class: router.ClassRelevant,
+		ChangeTime: now, Consumers: []router.ObjectRef{{Kind: "Deployment", Namespace: "b", Name: "api"}}})...)
+
+	srv := s.Handler()
+	if code := get(t, srv, "/timeline/overview", nil); code != http.StatusUnauthorized {
+		t.Fatalf("no token: %d, want 401", code)
+	}
+	withToken := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Set("Authorization", "Bearer reader-of-a")
+		srv.ServeHTTP(w, r)
+	})
+	var o Overview
+	if code := get(t, withToken, "/timeline/overview", &o); code != http.StatusOK {
+		t.Fatalf("overview: %d", code)
+	}
+	if len(o.Lanes) != 1 || o.Lanes[0].Namespace != "a" || len(o.Lanes[0].Entries) != 1 || o.Lanes[0].State != entry.StateChanged {
+		t.Fatalf("lanes = %+v, want a/web alone with its change", o.Lanes)
+	}
+	for _, p := range []string{"/timeline?namespace=b&kind=Deployment&name=api", "/timeline/dag?namespace=b", "/timeline/discovery?namespace=b"} {
+		if code := get(t, withToken, p, nil); code != http.StatusForbidden {
+			t.Fatalf("%s: %d, want 403", p, code)
+		}
+	}
+	var d DAG
+	if code := get(t, withToken, "/timeline/dag?namespace=a", &d); code != http.StatusOK || len(d.Nodes) != 2 || len(d.Edges) != 1 {
+		t.Fatalf("dag of a: %d %+v", code, d)
+	}
+	var disc Discovery
+	if code := get(t, withToken, "/timeline/discovery?namespace=a&name=WE", &disc); code != http.StatusOK || len(disc.Workloads) != 1 || disc.Workloads[0].Policy != "restart-all" {
+		t.Fatalf("discovery of a: %d %+v", code, disc)
+	}
+}
+
+// TestUIServed: the root redirects to the UI, which loads its script and
+// style from the binary.
+func TestUIServed(t *testing.T) {
+	s, _ := testServer(t, nil)
+	srv := s.Handler()
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	if rec.Code != http.StatusFound || rec.Header().Get("Location") != "/timeline/ui" {
+		t.Fatalf("/: %d %v", rec.Code, rec.Header())
+	}
+	for path, want := range map[string]string{"/timeline/ui": "<svg id=\"lanes\"", "/timeline/ui/app.js": "drawDAG", "/timeline/ui/app.css": ".marker"} {
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), want) {
+			t.Fatalf("%s: %d, body without %q", path, rec.Code, want)
+		}
+		if strings.Contains(rec.Body.String(), "https://") {
+			t.Fatalf("%s refers to another origin", path)
+		}
+	}
+}
+
+// TestHistoryBounds: the history keeps its newest size entries, forgets
+// entries older than its age, and counts an occurrence once.
+func TestHistoryBounds(t *testing.T) {
+	h := NewHistory(3, time.Hour)
+	now := time.Now()
+	w := entry.Workload{Namespace: "a", Kind: "Deployment", Name: "web"}
+	h.Add(entry.NewRestart(w, "r", now.Add(-2*time.Hour), 0)) // too old
+	for i := range 5 {
+		h.Add(entry.NewRestart(w, "r", now.Add(time.Duration(i)*time.Second), 0))
+	}
+	h.Add(entry.NewRestart(w, "r", now.Add(4*time.Second), 0)) // duplicate
+	es := h.Select(nil)
+	if len(es) != 3 || !es[0].Time.Equal(now.Add(2*time.Second)) {
+		t.Fatalf("entries = %d, first %v", len(es), es[0].Time)
+	}
+	h.now = func() time.Time { return now.Add(time.Hour + 3500*time.Millisecond) }
+	if es := h.Select(nil); len(es) != 1 {
+		t.Fatalf("after an hour: %d entries, want 1", len(es))
+	}
+}
+
+func TestFromRouterGate(t *testing.T) {
+	es := FromRouter(router.GateChanged{Request: router.RequestRef{Namespace: "a", Name: "deployment-web"},
+		Target: router.ObjectRef{Kind: "Deployment", Namespace: "a", Name: "web"}, Stage: "Schedule",
+		Reason: "OutsideSchedule", Message: "outside", Time: time.Now()})
+	if len(es) != 1 || es[0].Type != entry.Gate || es[0].Key() != "a/Deployment/web" || !strings.Contains(es[0].Summary, "Schedule") {
+		t.Fatalf("entries = %+v", es)
+	}
+}

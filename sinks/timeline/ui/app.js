@@ -1,0 +1,324 @@
+// KICK timeline UI: plain JS and SVG, no dependencies, no network beyond
+// this server's own JSON API.
+"use strict";
+(function () {
+  const SVGNS = "http://www.w3.org/2000/svg";
+  const TYPES = ["change", "baseline", "gate", "request", "restart", "completion", "finished", "failure", "event"];
+  const LABEL_W = 220, RULER_H = 28, NS_H = 20, LANE_H = 24, PAD_R = 12;
+  const state = { range: "1h", from: null, to: null, data: null, filter: "" };
+  const $ = (id) => document.getElementById(id);
+
+  function el(name, attrs, parent) {
+    const e = document.createElementNS(SVGNS, name);
+    for (const k in attrs) e.setAttribute(k, attrs[k]);
+    if (parent) parent.appendChild(e);
+    return e;
+  }
+  function h(tag, cls, text, parent) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    if (parent) parent.appendChild(e);
+    return e;
+  }
+  function parseDur(s) {
+    const m = /^(\d+)([mhd])$/.exec(s);
+    if (!m) return 0;
+    return +m[1] * { m: 60e3, h: 3600e3, d: 86400e3 }[m[2]];
+  }
+  function fmtTime(t) {
+    const d = new Date(t);
+    const p = (n, w) => String(n).padStart(w || 2, "0");
+    return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}.${p(d.getMilliseconds(), 3)}`;
+  }
+  function toLocalInput(ms) {
+    const d = new Date(ms - new Date(ms).getTimezoneOffset() * 60e3);
+    return d.toISOString().slice(0, 19);
+  }
+  function laneKey(w) { return `${w.namespace}/${w.kind}/${w.name}`; }
+
+  // window returns the [from, to] shown, in ms.
+  function window_() {
+    const now = Date.now();
+    if (state.from !== null) return [state.from, state.to];
+    if (state.range === "all" && state.data) {
+      let lo = now, hi = now;
+      for (const l of state.data.lanes) for (const e of l.entries) {
+        const t = Date.parse(e.time); if (t < lo) lo = t; if (t > hi) hi = t;
+      }
+      const pad = Math.max((hi - lo) * 0.03, 5e3);
+      return [lo - pad, hi + pad];
+    }
+    return [now - parseDur(state.range), now + parseDur(state.range) * 0.02];
+  }
+
+  async function load() {
+    $("status").textContent = "loading…";
+    const params = new URLSearchParams();
+    if (state.from !== null) {
+      params.set("from", new Date(state.from).toISOString());
+      params.set("to", new Date(state.to).toISOString());
+    } else if (state.range !== "all") {
+      params.set("since", state.range);
+    }
+    try {
+      const r = await fetch("/timeline/overview?" + params, { credentials: "same-origin" });
+      if (!r.ok) throw new Error(r.status + " " + (await r.text()).trim());
+      state.data = await r.json();
+      render();
+      $("status").textContent = `${state.data.lanes.length} workloads, updated ${fmtTime(state.data.generated)}`;
+    } catch (err) {
+      $("status").textContent = "cannot load: " + err.message;
+    }
+  }
+
+  function matches(lane) {
+    const f = state.filter.trim().toLowerCase();
+    return !f || laneKey(lane).toLowerCase().includes(f);
+  }
+
+  // segments turns a lane's entries into state-band pieces (same rules as
+  // entry.State on the server).
+  function segments(entries, from, to) {
+    const out = [];
+    let s = "idle", since = from;
+    const push = (next, t) => {
+      if (next === s) return;
+      out.push([s, since, t]); s = next; since = t;
+    };
+    for (const e of entries) {
+      const t = Date.parse(e.time);
+      let next = s;
+      switch (e.type) {
+        case "change": if (s !== "waiting") next = "changed"; break;
+        case "gate": next = e.reason && e.reason !== "Allowed" ? "waiting" : "changed"; break;
+        case "restart": next = "restarting"; break;
+        case "completion": case "finished": next = "idle"; break;
+        case "failure": next = "failed"; break;
+      }
+      push(next, Math.max(from, t));
+    }
+    out.push([s, since, to]);
+    return out;
+  }
+
+  function render() {
+    const svg = $("lanes");
+    svg.textContent = "";
+    const [from, to] = window_();
+    $("from").value = toLocalInput(from);
+    $("to").value = toLocalInput(to);
+    const width = Math.max(svg.clientWidth || 900, 500);
+    const plotW = width - LABEL_W - PAD_R;
+    const x = (t) => LABEL_W + ((t - from) / (to - from)) * plotW;
+    const lanes = (state.data ? state.data.lanes : []).filter(matches);
+
+    // Ruler with ticks.
+    const ruler = el("rect", { x: LABEL_W, y: 0, width: plotW, height: RULER_H, class: "ruler", "data-role": "ruler" }, svg);
+    const span = to - from;
+    const steps = [1e3, 5e3, 15e3, 60e3, 300e3, 900e3, 3600e3, 3 * 3600e3, 6 * 3600e3, 86400e3];
+    const step = steps.find((s) => span / s <= 10) || 86400e3;
+    for (let t = Math.ceil(from / step) * step; t <= to; t += step) {
+      el("line", { x1: x(t), x2: x(t), y1: RULER_H - 6, y2: RULER_H, class: "tick" }, svg);
+      const d = new Date(t);
+      const label = step < 60e3 ? d.toLocaleTimeString() : d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+      el("text", { x: x(t) + 2, y: 12, class: "ticklabel" }, svg).textContent = label;
+    }
+
+    let y = RULER_H;
+    let ns = null;
+    const log = [];
+    for (const lane of lanes) {
+      if (lane.namespace !== ns) {
+        ns = lane.namespace;
+        el("rect", { x: 0, y, width, height: NS_H, class: "nsrow" }, svg);
+        el("text", { x: 6, y: y + 14, class: "ns" }, svg).textContent = ns;
+        y += NS_H;
+      }
+      const g = el("g", { "data-lane": laneKey(lane), "data-state": lane.state, class: "lane" }, svg);
+      el("rect", { x: 0, y, width, height: LANE_H, class: "lanebg" }, g);
+      for (const [s, a, b] of segments(lane.entries, from, to)) {
+        if (b <= from || a >= to) continue;
+        el("rect", { x: x(Math.max(a, from)), y: y + 4, width: Math.max(0, x(Math.min(b, to)) - x(Math.max(a, from))), height: LANE_H - 8, class: "band s-" + s }, g);
+      }
+      const label = el("text", { x: 14, y: y + 16, class: "lanelabel" }, g);
+      label.textContent = `${lane.kind}/${lane.name}`;
+      label.addEventListener("click", () => showDetail(lane));
+      const cy = y + LANE_H / 2;
+      for (const e of lane.entries) {
+        const t = Date.parse(e.time);
+        if (t < from || t > to) continue;
+        const cx = x(t);
+        let m;
+        const cls = "marker m-" + (e.type === "event" && e.warning ? "warning" : e.type);
+        switch (e.type) {
+          case "change": m = el("polygon", { points: `${cx},${cy - 7} ${cx + 7},${cy} ${cx},${cy + 7} ${cx - 7},${cy}`, class: cls }, g); break;
+          case "restart": m = el("polygon", { points: `${cx - 6},${cy - 7} ${cx + 7},${cy} ${cx - 6},${cy + 7}`, class: cls }, g); break;
+          case "gate": m = el("rect", { x: cx - 5, y: cy - 5, width: 10, height: 10, class: cls }, g); break;
+          case "failure": m = el("rect", { x: cx - 6, y: cy - 6, width: 12, height: 12, transform: `rotate(45 ${cx} ${cy})`, class: cls }, g); break;
+          case "event": m = el("circle", { cx, cy, r: 3.5, class: cls }, g); break;
+          default: m = el("circle", { cx, cy, r: 6, class: cls }, g);
+        }
+        m.setAttribute("data-type", e.type);
+        m.setAttribute("data-time", e.time);
+        m.addEventListener("mouseenter", (ev) => tip(ev, lane, e));
+        m.addEventListener("mousemove", moveTip);
+        m.addEventListener("mouseleave", hideTip);
+        log.push([t, lane, e]);
+      }
+      y += LANE_H;
+    }
+    const now = Date.now();
+    if (now >= from && now <= to) el("line", { x1: x(now), x2: x(now), y1: 0, y2: y, class: "now" }, svg);
+    if (lanes.length === 0) {
+      el("text", { x: LABEL_W, y: y + 20, class: "ticklabel" }, svg).textContent = "no managed workloads in this range";
+      y += 30;
+    }
+    svg.setAttribute("height", y + 2);
+    svg.setAttribute("viewBox", `0 0 ${width} ${y + 2}`);
+    zoom(svg, ruler, from, to, x);
+    renderLog(log);
+  }
+
+  function renderLog(items) {
+    items.sort((a, b) => b[0] - a[0]);
+    const ol = $("log");
+    ol.textContent = "";
+    for (const [, lane, e] of items.slice(0, 2000)) {
+      const li = h("li", "", undefined, ol);
+      li.setAttribute("data-type", e.type);
+      const dot = h("span", "dot", undefined, li);
+      dot.classList.add("bg-" + e.type);
+      h("span", "t", fmtTime(e.time), li);
+      h("span", "w", `${lane.namespace}/${lane.name} `, li);
+      h("span", "", e.summary + (e.note ? " — " + e.note : ""), li);
+    }
+  }
+
+  function zoom(svg, ruler, from, to, x) {
+    let start = null, sel = null;
+    const toTime = (px) => from + ((px - LABEL_W) / (x(to) - LABEL_W)) * (to - from);
+    const local = (ev) => {
+      const r = svg.getBoundingClientRect();
+      return (ev.clientX - r.left) * (svg.viewBox.baseVal.width / r.width);
+    };
+    ruler.addEventListener("mousedown", (ev) => {
+      start = local(ev);
+      sel = el("rect", { x: start, y: 0, width: 0, height: RULER_H, class: "sel" }, svg);
+      ev.preventDefault();
+    });
+    svg.onmousemove = (ev) => {
+      if (start === null) return;
+      const cur = local(ev);
+      sel.setAttribute("x", Math.min(start, cur));
+      sel.setAttribute("width", Math.abs(cur - start));
+    };
+    svg.onmouseup = (ev) => {
+      if (start === null) return;
+      const a = toTime(Math.min(start, local(ev))), b = toTime(Math.max(start, local(ev)));
+      start = null;
+      if (b - a > 500) { state.from = a; state.to = b; setPreset(null); load(); } else { render(); }
+    };
+  }
+
+  const tipEl = () => $("tip");
+  function tip(ev, lane, e) {
+    const lines = [`${fmtTime(e.time)}  ${e.type}`, `${lane.kind} ${lane.namespace}/${lane.name}`, e.summary];
+    if (e.message) lines.push(e.message);
+    if (e.note) lines.push(e.note);
+    if (e.until) lines.push("may open at " + fmtTime(e.until));
+    if (e.request) lines.push("KickRequest " + e.request);
+    tipEl().textContent = lines.join("\n");
+    tipEl().hidden = false;
+    moveTip(ev);
+  }
+  function moveTip(ev) {
+    tipEl().style.left = ev.clientX + 12 + "px";
+    tipEl().style.top = ev.clientY + 12 + "px";
+  }
+  function hideTip() { tipEl().hidden = true; }
+
+  async function showDetail(lane) {
+    $("detail").hidden = false;
+    $("detail-title").textContent = `${lane.kind} ${lane.namespace}/${lane.name}` + (lane.policy ? ` — KickPolicy ${lane.policy}` : "");
+    const q = new URLSearchParams({ namespace: lane.namespace, kind: lane.kind, name: lane.name });
+    const [tl, dag] = await Promise.all([
+      fetch("/timeline?" + q).then((r) => (r.ok ? r.json() : { entries: [] })),
+      fetch("/timeline/dag?" + new URLSearchParams({ namespace: lane.namespace })).then((r) => (r.ok ? r.json() : { nodes: [], edges: [] })),
+    ]);
+    const ol = $("detail-entries");
+    ol.textContent = "";
+    for (const e of tl.entries) {
+      const li = h("li", "", undefined, ol);
+      li.setAttribute("data-type", e.type);
+      h("span", "t", fmtTime(e.time) + " ", li);
+      h("b", "", e.type + " ", li);
+      h("span", "", e.summary + (e.message && e.type !== "event" ? " — " + e.message : "") + (e.note ? "; " + e.note : ""), li);
+    }
+    if (!tl.entries.length) h("li", "", "nothing recorded in the history", ol);
+    drawDAG(dag, lane);
+    $("detail").scrollIntoView({ behavior: "smooth" });
+  }
+
+  // drawDAG lays the graph out in three columns: policies, workloads, sources.
+  function drawDAG(dag, lane) {
+    const svg = $("dag");
+    svg.textContent = "";
+    const cols = [[], [], []];
+    for (const n of dag.nodes) cols[n.layer].push(n);
+    const W = 170, H = 22, GAP = 8, COLX = [10, 230, 450];
+    const pos = {};
+    cols.forEach((c, i) => c.forEach((n, j) => { pos[n.id] = [COLX[i], 10 + j * (H + GAP)]; }));
+    const rows = Math.max(1, ...cols.map((c) => c.length));
+    for (const e of dag.edges) {
+      const a = pos[e.from], b = pos[e.to];
+      if (!a || !b) continue;
+      const x1 = a[0] + W, y1 = a[1] + H / 2, x2 = b[0], y2 = b[1] + H / 2;
+      el("path", { d: `M${x1},${y1} C${x1 + 25},${y1} ${x2 - 25},${y2} ${x2},${y2}`, class: "dagedge" }, svg);
+    }
+    for (const n of dag.nodes) {
+      const [nx, ny] = pos[n.id];
+      const focus = n.layer === 1 && n.kind === lane.kind && n.name === lane.name;
+      const g = el("g", { class: `dagnode k-${n.kind}${focus ? " focus" : ""}`, "data-node": n.id }, svg);
+      el("rect", { x: nx, y: ny, width: W, height: H, rx: 4 }, g);
+      el("text", { x: nx + 6, y: ny + 15 }, g).textContent = `${n.kind}/${n.name}`.slice(0, 30);
+    }
+    svg.setAttribute("viewBox", `0 0 640 ${rows * (H + GAP) + 20}`);
+    svg.setAttribute("height", rows * (H + GAP) + 20);
+  }
+
+  function setPreset(r) {
+    for (const b of document.querySelectorAll("#presets button")) b.classList.toggle("on", b.dataset.range === r);
+  }
+
+  function legend() {
+    const box = $("legend");
+    for (const t of TYPES) {
+      const s = h("span", "", undefined, box);
+      const svg = el("svg", { width: 12, height: 12 }, s);
+      el("circle", { cx: 6, cy: 6, r: 5, class: "marker m-" + t }, svg);
+      s.appendChild(document.createTextNode(" " + t));
+    }
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    legend();
+    setPreset(state.range);
+    for (const b of document.querySelectorAll("#presets button")) {
+      b.addEventListener("click", () => { state.range = b.dataset.range; state.from = state.to = null; setPreset(state.range); load(); });
+    }
+    $("filter").addEventListener("input", (ev) => { state.filter = ev.target.value; render(); });
+    $("apply").addEventListener("click", () => {
+      const a = Date.parse($("from").value), b = Date.parse($("to").value);
+      if (a < b) { state.from = a; state.to = b; setPreset(null); load(); }
+    });
+    $("refresh").addEventListener("click", load);
+    $("detail-close").addEventListener("click", () => { $("detail").hidden = true; });
+    window.addEventListener("resize", render);
+    const params = new URLSearchParams(location.search);
+    if (params.get("range")) { state.range = params.get("range"); setPreset(state.range); }
+    if (params.get("filter")) { state.filter = $("filter").value = params.get("filter"); }
+    load();
+    setInterval(() => { if (state.from === null) load(); }, 15000);
+  });
+})();

@@ -105,12 +105,10 @@ func (s *step) followDriverRestart() time.Duration {
 	if stamp.Before(s.a.Latest.Latest) {
 		return 0 // it does not cover the change this request answers now
 	}
-	target := memoryKey(s.kr)
-	if claimed, ok := s.r.mem.claimed(target); ok && claimed.Equal(stamp) {
+	if claimed, ok := s.r.mem.claimed(memoryKey(s.kr)); ok && claimed.Equal(stamp) {
 		return claimPoll
 	}
-	current, _ := s.handle.Current()
-	if !current.Equal(stamp) && !s.r.mem.pendingStamp(target, current).Equal(stamp) {
+	if !s.driverApplied(stamp) {
 		return 0
 	}
 	d := s.a.Gate.Decision()
@@ -138,6 +136,22 @@ func (s *step) deferStatus(orig *kickv1alpha1.KickRequest) time.Duration {
 		return 0
 	}
 	return max(executingGrace-s.now.Sub(st.CurrentRollout.StartedAt.Time), 0)
+}
+
+// driverApplied reports whether the driver's restart at stamp reached the
+// workload (as the cache or this process's stamp memory shows) or is being
+// applied by this process now. A stamp whose conditional patch was refused
+// stays on the request without ever having restarted anything.
+func (s *step) driverApplied(stamp time.Time) bool {
+	current, _ := s.handle.Current()
+	return driverApplied(s.r.mem, memoryKey(s.kr), stamp, current)
+}
+
+func driverApplied(mem *memory, target string, stamp, current time.Time) bool {
+	if claimed, ok := mem.claimed(target); ok && claimed.Equal(stamp) {
+		return true
+	}
+	return current.Equal(stamp) || mem.pendingStamp(target, current).Equal(stamp)
 }
 
 // driverRestart returns the stamp the driver applied for the request's

@@ -164,9 +164,11 @@ func (s *step) run(ctx context.Context) (ctrl.Result, error) {
 	}
 	if finished {
 		v := s.a.Reopen(s.kr)
-		if _, ok := driverRestart(s.kr); ok {
+		if stamp, ok := driverRestart(s.kr); ok && s.driverApplied(stamp) {
 			// The driver reopened it and restarted at once: the workload
 			// may already carry the change, but this cycle is the record.
+			// A stamp the driver could not apply (another restart got
+			// there first) is left on the request and reopens nothing.
 			v = assess.ReopenVerdict{Reopen: true, Reason: kickv1alpha1.ReasonNewChange, Message: "a newer change reopened the request"}
 		}
 		s.answerChange(v)

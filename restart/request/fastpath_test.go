@@ -58,3 +58,32 @@ func TestClaimsSettle(t *testing.T) {
 		t.Fatalf("an applied restart is not pending until the cache shows it: %v", got)
 	}
 }
+
+// A restart the driver could not apply (its conditional patch was refused:
+// the request reconciler restarted the workload first) leaves its stamp on
+// the request; it must not count as applied, or it would reopen the
+// finished request, which then ends NoLongerRequired instead of Succeeded.
+func TestDriverRestartStateCountsOnlyWhatReachedTheWorkload(t *testing.T) {
+	const target = "ns/Deployment/web"
+	driver := time.Date(2026, 12, 1, 10, 0, 0, 200, time.UTC)
+	reconciler := driver.Add(-100) // the reconciler's restart, which won
+	m := newMemory()
+	m.claim(target, driver)
+	if restartStateOf(m, target, driver, time.Time{}) != restartInFlight {
+		t.Fatal("a restart this process is applying now is not in flight")
+	}
+	m.settle(target, driver, false) // refused
+	m.wroteStamp(target, reconciler)
+	if restartStateOf(m, target, driver, reconciler) != restartNotApplied {
+		t.Fatal("a refused restart counts as applied")
+	}
+	if restartStateOf(newMemory(), target, driver, driver) != restartApplied {
+		t.Fatal("a stamp the workload carries is not applied")
+	}
+	applied := newMemory()
+	applied.claim(target, driver)
+	applied.settle(target, driver, true)
+	if restartStateOf(applied, target, driver, reconciler.Add(-time.Second)) != restartApplied {
+		t.Fatal("a restart applied here but not yet in the cache is not applied")
+	}
+}

@@ -166,12 +166,18 @@ const (
 )
 
 func (s *step) driverRestartState(stamp time.Time) driverRestartState {
-	target := memoryKey(s.kr)
-	if claimed, ok := s.r.mem.claimed(target); ok && claimed.Equal(stamp) {
+	current, _ := s.handle.Current()
+	return restartStateOf(s.r.mem, memoryKey(s.kr), stamp, current)
+}
+
+// restartStateOf judges a driver stamp from this process's memory and the
+// stamp the cached workload carries (current). A stamp whose conditional
+// patch was refused stays on the request without having restarted anything.
+func restartStateOf(mem *memory, target string, stamp, current time.Time) driverRestartState {
+	if claimed, ok := mem.claimed(target); ok && claimed.Equal(stamp) {
 		return restartInFlight
 	}
-	current, _ := s.handle.Current()
-	if current.Equal(stamp) || s.r.mem.pendingStamp(target, current).Equal(stamp) {
+	if current.Equal(stamp) || mem.pendingStamp(target, current).Equal(stamp) {
 		return restartApplied
 	}
 	return restartNotApplied

@@ -104,6 +104,9 @@ type PhaseChanged struct {
 	// phases only), e.g. RestartCompleted, UpToDate, RolloutTimeout.
 	Outcome        string
 	OutcomeMessage string
+	// Traceparent is the W3C traceparent of the request's restart cycle;
+	// empty when it has none.
+	Traceparent string
 }
 
 func (PhaseChanged) Kind() EventKind { return KindPhaseChanged }
@@ -153,6 +156,9 @@ type GateChanged struct {
 	OpensAt time.Time
 	// Time is when the decision was made: the request's status.gate.lastEvaluated.
 	Time time.Time
+	// Traceparent is the W3C traceparent of the request's restart cycle;
+	// empty when it has none.
+	Traceparent string
 }
 
 func (GateChanged) Kind() EventKind { return KindGateChanged }

@@ -16,6 +16,7 @@ import (
 	"github.com/kick-operator/kick/gitops"
 	"github.com/kick-operator/kick/restart/assess"
 	"github.com/kick-operator/kick/restart/freshness"
+	"github.com/kick-operator/kick/restart/tracing"
 	"github.com/kick-operator/kick/restart/workload"
 	"github.com/kick-operator/kick/router"
 )
@@ -47,6 +48,8 @@ type Reconciler struct {
 	Kinds *workload.Registry
 	// CSI makes Secrets Store CSI classes count as dependencies.
 	CSI bool
+	// Tracer records the restarts; nil records nothing.
+	Tracer *tracing.Tracer
 
 	mem *memory
 }
@@ -80,6 +83,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// newer than the change, so the next reconcile finds it fresh and
 		// does not restart again; within this process the stamp memory
 		// covers a cache that has not seen the patch yet.
+		started := r.Now()
 		if err := s.handle.Restart(ctx, r.Client, s.restartStamp); err != nil {
 			r.Metrics.error("kickrequest", "RestartPatch")
 			return ctrl.Result{}, fmt.Errorf("restart %s%s: %w", s.targetRef(), s.through(), err)
@@ -91,6 +95,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.mem.wroteStamp(memoryKey(&kr), stamp)
 		}
 		log.FromContext(ctx).Info("restarted workload", "target", s.targetRef(), "via", s.handle.Ref().String(), "stamp", s.restartStamp)
+		r.traceRestart(ctx, &kr, s.a, started)
 	}
 	if s.deferStatus(orig) {
 		// Nothing to record yet: the rollout the driver started is young and

@@ -168,6 +168,9 @@ func (s *step) run(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{}, err
 	}
 	if finished {
+		// A writer of the change annotation (the driver, kubectl kick) opens
+		// the new cycle's trace itself; see retrace.
+		handed := s.kr.Annotations[kickv1alpha1.ChangeAnnotation] != st.ObservedChange
 		v := s.a.Reopen(s.kr)
 		if _, ok := driverRestart(s.kr); ok {
 			// The driver reopened it and restarted at once: the workload
@@ -180,6 +183,11 @@ func (s *step) run(ctx context.Context) (ctrl.Result, error) {
 		}
 		s.reopen()
 		s.reopened = true
+		if !handed {
+			if err := s.retrace(ctx); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 	}
 	st.ObservedChange = s.kr.Annotations[kickv1alpha1.ChangeAnnotation]
 

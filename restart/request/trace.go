@@ -2,7 +2,12 @@ package request
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/assess"
@@ -58,4 +63,31 @@ func (r *Reconciler) traceRestart(ctx context.Context, kr *kickv1alpha1.KickRequ
 		return
 	}
 	r.Tracer.Restarted(ctx, tracing.Of(kr), requestCycle(kr, a), started, r.Now())
+}
+
+// retrace opens the trace of a cycle this reconcile opened itself: a
+// finished request reopened for a change the records show before the
+// driver handed it over. The stored traceparent is the previous cycle's,
+// so it is replaced by the new cycle's, or removed when tracing is off.
+func (s *step) retrace(ctx context.Context) error {
+	_, stale := s.kr.Annotations[kickv1alpha1.TraceparentAnnotation]
+	if s.r.Tracer == nil && !stale {
+		return nil
+	}
+	tc := s.r.Tracer.StartChange(ctx, requestCycle(s.kr, s.a), s.a.Latest.Latest)
+	var value any // null removes it
+	if tp := tc.Traceparent(); tp != "" {
+		value = tp
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{kickv1alpha1.TraceparentAnnotation: value}}})
+	if err != nil {
+		return err
+	}
+	updated := s.kr.DeepCopy()
+	if err := s.r.Client.Patch(ctx, updated, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("store the traceparent of the new cycle: %w", err)
+	}
+	s.kr.Annotations = updated.Annotations
+	tc.Recorded(s.kr.Name, s.r.Now())
+	return nil
 }

@@ -5,11 +5,17 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/assess"
 	"github.com/kick-operator/kick/restart/freshness"
+	"github.com/kick-operator/kick/restart/tracing"
 	"github.com/kick-operator/kick/router"
 )
 
@@ -92,5 +98,45 @@ func TestTracingOffAllocatesNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per restart cycle with tracing off", allocs)
+	}
+}
+
+// TestRetrace: a finished request the reconciler reopens itself gets the
+// new cycle's traceparent, or loses the previous one with tracing off.
+func TestRetrace(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := kickv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	rec := tracetest.NewSpanRecorder()
+	on := tracing.New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	for _, tc := range []struct {
+		name   string
+		tracer *tracing.Tracer
+	}{{"tracing on", on}, {"tracing off", nil}} {
+		kr := &kickv1alpha1.KickRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "deployment-web",
+			Annotations: map[string]string{kickv1alpha1.TraceparentAnnotation: traceparent}}}
+		c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(kr).Build()
+		s := &step{r: &Reconciler{Client: c, Tracer: tc.tracer, Now: time.Now}, kr: kr.DeepCopy(), a: assess.Assessment{Latest: freshness.At(time.Now())}}
+		if err := s.retrace(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		var stored kickv1alpha1.KickRequest
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(kr), &stored); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := stored.Annotations[kickv1alpha1.TraceparentAnnotation]
+		switch {
+		case tc.tracer == nil && ok:
+			t.Errorf("%s: the previous cycle's traceparent %q stayed", tc.name, got)
+		case tc.tracer != nil && (got == traceparent || tracing.Of(&stored) == ""):
+			t.Errorf("%s: traceparent %q, want the new cycle's", tc.name, got)
+		}
+		if s.kr.Annotations[kickv1alpha1.TraceparentAnnotation] != got {
+			t.Errorf("%s: the step's copy was not updated", tc.name)
+		}
+	}
+	if spans := rec.Ended(); len(spans) != 1 || spans[0].Name() != tracing.SpanChanged {
+		t.Fatalf("recorded %d spans, want one dependency.changed", len(spans))
 	}
 }

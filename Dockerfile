@@ -9,8 +9,9 @@ COPY . .
 # Two builds of the manager: kick-manager leaves the Argo CD integration out
 # and hands over to kick-manager-argocd (installed next to it) on clusters
 # that serve Argo CD.
-RUN go build -trimpath -ldflags "-s -w" -tags noargocd -o /out/kick-manager ./cmd/kick-manager && \
-    go build -trimpath -ldflags "-s -w" -o /out/kick-manager-argocd ./cmd/kick-manager
+# grpcnotrace keeps gRPC's x/net/trace (and with it every method) out.
+RUN go build -trimpath -ldflags "-s -w" -tags noargocd,grpcnotrace -o /out/kick-manager ./cmd/kick-manager && \
+    go build -trimpath -ldflags "-s -w" -tags grpcnotrace -o /out/kick-manager-argocd ./cmd/kick-manager
 
 FROM gcr.io/distroless/static:nonroot
 COPY --from=build /out/kick-manager /out/kick-manager-argocd /

@@ -108,6 +108,9 @@ type PhaseChanged struct {
 	// Succeeded transition; a quick restart goes from Pending to Succeeded
 	// without an Executing transition, and this keeps its restart visible.
 	RestartedAt time.Time
+	// Traceparent is the W3C traceparent of the request's restart cycle;
+	// empty when it has none.
+	Traceparent string
 }
 
 func (PhaseChanged) Kind() EventKind { return KindPhaseChanged }
@@ -157,6 +160,9 @@ type GateChanged struct {
 	OpensAt time.Time
 	// Time is when the decision was made: the request's status.gate.lastEvaluated.
 	Time time.Time
+	// Traceparent is the W3C traceparent of the request's restart cycle;
+	// empty when it has none.
+	Traceparent string
 }
 
 func (GateChanged) Kind() EventKind { return KindGateChanged }

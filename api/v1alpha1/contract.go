@@ -35,6 +35,13 @@ const (
 	// stopped in between), the request restarts it the usual way.
 	RestartAnnotation = "kick.corewire.io/restart"
 
+	// TraceparentAnnotation carries the W3C traceparent of the restart
+	// cycle's first span (dependency.changed): the manager writes it with
+	// the change when it creates or reopens a request while tracing is on,
+	// and the restart's span continues that trace, whichever manager runs
+	// it. Notifications about the request carry it too.
+	TraceparentAnnotation = "kick.corewire.io/traceparent"
+
 	// ManagedByLabel marks the requests the manager created itself (value
 	// ManagedByKick). A request without it stands for a person or CI: it
 	// restarts its target even when the pods carry every recorded change.

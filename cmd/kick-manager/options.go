@@ -50,6 +50,8 @@ type options struct {
 	timelineAddr         string
 	timelineHistorySize  int
 	timelineHistoryAge   time.Duration
+	otlpEndpoint         string
+	otlpInsecure         bool
 	preflight            preflightOptions
 }
 
@@ -92,6 +94,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.timelineAddr, "timeline-bind-address", "127.0.0.1:8082", "address the timeline UI and API bind to; 0 disables it. On a loopback address anyone who can reach it may read it; elsewhere a caller needs a bearer token and sees only namespaces in which it may list KickRequests")
 	fs.IntVar(&o.timelineHistorySize, "timeline-history-size", 50000, "entries the timeline keeps in memory at most (oldest go first)")
 	fs.DurationVar(&o.timelineHistoryAge, "timeline-history-age", 24*time.Hour, "how long the timeline keeps an entry; 0 keeps entries until --timeline-history-size pushes them out")
+	fs.StringVar(&o.otlpEndpoint, "otel-otlp-endpoint", "", "host:port of an OTLP/gRPC collector that receives one OpenTelemetry trace per restart cycle (empty: tracing is off and costs nothing)")
+	fs.BoolVar(&o.otlpInsecure, "otel-otlp-insecure", false, "send traces to --otel-otlp-endpoint without TLS")
 	o.preflight.bind(fs)
 	fs.Var(&o.webhookAllowCIDRs, "webhook-allow-cidrs", "comma-separated CIDRs notification webhooks are restricted to (default: any not denied); a listed range also opens an always-refused one it names as precisely, e.g. 127.0.0.0/8 for receivers on loopback")
 }
@@ -131,6 +135,12 @@ func (o *options) validate() error {
 	}
 	if o.timelineHistoryAge < 0 {
 		errs = append(errs, fmt.Errorf("--timeline-history-age must not be negative, got %s", o.timelineHistoryAge))
+	}
+	if o.otlpInsecure && o.otlpEndpoint == "" {
+		errs = append(errs, errors.New("--otel-otlp-insecure needs --otel-otlp-endpoint"))
+	}
+	if o.otlpEndpoint != "" && strings.Contains(o.otlpEndpoint, "://") {
+		errs = append(errs, fmt.Errorf("--otel-otlp-endpoint takes host:port, not a URL: %q", o.otlpEndpoint))
 	}
 	if o.namespace == "" {
 		errs = append(errs, errors.New("--namespace must not be empty"))

@@ -100,6 +100,10 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 	if err != nil {
 		return err
 	}
+	tracer, err := startTracing(ctx, opts)
+	if err != nil {
+		return err
+	}
 	return request.SetupWithManager(ctx, mgr, request.Options{
 		Recorder:                recorders.For("kick-request"),
 		Router:                  rt,
@@ -112,5 +116,6 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 		EnqueueSources:          enqueueSources,
 		Kinds:                   kinds,
 		CSI:                     active.csi,
+		Tracer:                  tracer,
 	})
 }

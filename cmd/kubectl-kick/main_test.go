@@ -126,6 +126,10 @@ func TestReopenPatch(t *testing.T) {
 	if p.Spec["reason"] != "ci" {
 		t.Fatalf("reason = %v", p.Spec["reason"])
 	}
+	// The previous cycle's trace does not go on: null deletes the traceparent.
+	if !strings.Contains(string(patch), `"`+kickv1alpha1.TraceparentAnnotation+`":null`) {
+		t.Fatalf("patch %s keeps the traceparent", patch)
+	}
 	// A newer change already recorded is never moved back; no reason clears it.
 	kr.Annotations = map[string]string{kickv1alpha1.ChangeAnnotation: "2026-03-01T11:00:00Z/2026-03-01T11:00:05Z"}
 	p.Spec = nil

@@ -192,7 +192,8 @@ func newRequest(key client.ObjectKey, o *restartOptions) *kickv1alpha1.KickReque
 // reopenPatch is the merge patch that reopens a finished request: a change
 // at now in kickv1alpha1.ChangeAnnotation (never earlier than the one already
 // there, in the reconciler's format: RFC 3339 with nanoseconds, UTC) and
-// the new reason (or none).
+// the new reason (or none). It drops the previous cycle's traceparent: a
+// person's restart is a trace of its own.
 func reopenPatch(kr *kickv1alpha1.KickRequest, reason string, now time.Time) ([]byte, string) {
 	change := now.UTC()
 	if known := assess.AnnotatedChange(kr); known.Latest.After(change) {
@@ -205,7 +206,7 @@ func reopenPatch(kr *kickv1alpha1.KickRequest, reason string, now time.Time) ([]
 	}
 	value := change.Format(time.RFC3339Nano)
 	patch := map[string]any{
-		"metadata": map[string]any{"annotations": map[string]any{kickv1alpha1.ChangeAnnotation: value}},
+		"metadata": map[string]any{"annotations": map[string]any{kickv1alpha1.ChangeAnnotation: value, kickv1alpha1.TraceparentAnnotation: nil}},
 		"spec":     map[string]any{"reason": r},
 	}
 	b, _ := json.Marshal(patch)

@@ -240,8 +240,8 @@ func Binary(t testing.TB, name string) string {
 		// As `make build` does: the lean manager, and next to it the build
 		// with the Argo CD integration that it hands over to.
 		builds = [][]string{
-			{"-tags", "noargocd", "-o", filepath.Join(dir, name), "./cmd/kick-manager"},
-			{"-o", filepath.Join(dir, "kick-manager-argocd"), "./cmd/kick-manager"},
+			{"-tags", "noargocd,grpcnotrace", "-o", filepath.Join(dir, name), "./cmd/kick-manager"},
+			{"-tags", "grpcnotrace", "-o", filepath.Join(dir, "kick-manager-argocd"), "./cmd/kick-manager"},
 		}
 	}
 	for _, args := range builds {

@@ -7,7 +7,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
-	"github.com/kick-operator/kick/restart/freshness"
 	"github.com/kick-operator/kick/restart/workload"
 )
 
@@ -49,7 +48,7 @@ func (a *adopter) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	}
 	for _, obj := range selected {
 		k := WorkloadKey{Kind: workload.KindOf(obj), Namespace: obj.GetNamespace(), Name: obj.GetName()}
-		if err := a.driver.ensure(ctx, k, freshness.Change{}); err != nil {
+		if err := a.driver.ensure(ctx, k, handoff{}); err != nil {
 			return ctrl.Result{}, err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/assess"
+	"github.com/kick-operator/kick/restart/tracing"
 	"github.com/kick-operator/kick/router"
 )
 
@@ -77,6 +78,8 @@ func phaseEvent(kr *kickv1alpha1.KickRequest, from kickv1alpha1.KickRequestPhase
 		Target:   targetRef(kr),
 		Policy:   kr.Status.PolicyRef,
 		Time:     at,
+		// Validated: anyone who may write the request may write the annotation.
+		Traceparent: tracing.Of(kr),
 	}
 	if target != nil {
 		ev.TargetLabels = target.GetLabels()
@@ -113,7 +116,8 @@ func gateEvent(kr *kickv1alpha1.KickRequest, target client.Object) router.GateCh
 		Reason:   string(g.Reason),
 		Message:  g.Message,
 		// The persisted (whole-second) time, so the id is the same after a restart.
-		Time: g.LastEvaluated.Rfc3339Copy().Time,
+		Time:        g.LastEvaluated.Rfc3339Copy().Time,
+		Traceparent: tracing.Of(kr),
 	}
 	if target != nil {
 		ev.TargetLabels = target.GetLabels()

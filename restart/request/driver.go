@@ -18,6 +18,7 @@ import (
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/assess"
 	"github.com/kick-operator/kick/restart/freshness"
+	"github.com/kick-operator/kick/restart/tracing"
 	"github.com/kick-operator/kick/restart/workload"
 	"github.com/kick-operator/kick/router"
 )
@@ -51,6 +52,8 @@ type Driver struct {
 	CSI bool
 	// Now is the clock.
 	Now func() time.Time
+	// Tracer records each cycle the driver opens; nil records nothing.
+	Tracer *tracing.Tracer
 
 	handed handedChanges
 	// mem is shared with the request reconciler: the stamps this process
@@ -64,19 +67,31 @@ type Driver struct {
 // may not show the record yet when the event arrives.
 type handedChanges struct {
 	mu sync.Mutex
-	m  map[WorkloadKey]freshness.Change
+	m  map[WorkloadKey]handoff
 }
 
-func (h *handedChanges) add(k WorkloadKey, c freshness.Change) {
+// handoff is a change a router event announced and the source that changed
+// (the newest one's, for the trace).
+type handoff struct {
+	change freshness.Change
+	source router.ObjectRef
+}
+
+func (h *handedChanges) add(k WorkloadKey, c freshness.Change, source router.ObjectRef) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.m == nil {
-		h.m = map[WorkloadKey]freshness.Change{}
+		h.m = map[WorkloadKey]handoff{}
 	}
-	h.m[k] = h.m[k].Max(c)
+	prev := h.m[k]
+	next := handoff{change: prev.change.Max(c), source: prev.source}
+	if prev.source.IsZero() || c.Latest.After(prev.change.Latest) {
+		next.source = source
+	}
+	h.m[k] = next
 }
 
-func (h *handedChanges) get(k WorkloadKey) freshness.Change {
+func (h *handedChanges) get(k WorkloadKey) handoff {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.m[k]
@@ -84,7 +99,7 @@ func (h *handedChanges) get(k WorkloadKey) freshness.Change {
 
 // answered forgets c unless a newer change arrived meanwhile (that one
 // re-queued the workload).
-func (h *handedChanges) answered(k WorkloadKey, c freshness.Change) {
+func (h *handedChanges) answered(k WorkloadKey, c handoff) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.m[k] == c {
@@ -119,7 +134,7 @@ func (s *routerSource) Start(ctx context.Context, q workqueue.TypedRateLimitingI
 			for _, c := range sc.Consumers {
 				k := WorkloadKey{Kind: kickv1alpha1.TargetKind(c.Kind), Namespace: c.Namespace, Name: c.Name}
 				if !sc.ChangeTime.IsZero() {
-					s.handed.add(k, freshness.At(sc.ChangeTime))
+					s.handed.add(k, freshness.At(sc.ChangeTime), sc.Source)
 				}
 				q.Add(k)
 			}
@@ -140,7 +155,7 @@ func (d *Driver) Reconcile(ctx context.Context, k WorkloadKey) (reconcile.Result
 }
 
 // ensure is the coalescer of model §10 for one workload.
-func (d *Driver) ensure(ctx context.Context, k WorkloadKey, handed freshness.Change) error {
+func (d *Driver) ensure(ctx context.Context, k WorkloadKey, handed handoff) error {
 	obj, err := d.Kinds.New(k.Kind)
 	if err != nil {
 		return nil // not a kind this manager restarts
@@ -175,7 +190,7 @@ func (d *Driver) ensure(ctx context.Context, k WorkloadKey, handed freshness.Cha
 	if err != nil {
 		return err
 	}
-	f.Handed = handed
+	f.Handed = handed.change
 	a := assess.Assess(f)
 	switch {
 	case a.Selection.State == assess.NotSelected:
@@ -186,16 +201,26 @@ func (d *Driver) ensure(ctx context.Context, k WorkloadKey, handed freshness.Cha
 		return nil
 	}
 	if d.mem != nil && a.Verdict == assess.Stale && a.Gate.Allowed && !a.Gate.DryRun {
-		return d.restartNow(ctx, k, h, finished, a)
+		return d.restartNow(ctx, k, h, finished, a, handed)
 	}
+	tc := d.startChange(ctx, k, a, handed)
 	if finished != nil {
 		d.Metrics.decision("reopened")
-		_, err := d.annotate(ctx, finished, a.Latest, "")
+		_, err := d.annotate(ctx, finished, a.Latest, "", tc)
 		return err
 	}
 	d.Metrics.decision("created")
-	_, err = d.create(ctx, k.Kind, h.Target, a.Latest, "")
+	_, err = d.create(ctx, k.Kind, h.Target, a.Latest, "", tc)
 	return err
+}
+
+// startChange starts the trace of the cycle that writing a's change onto a
+// request opens; the zero Change when tracing is off.
+func (d *Driver) startChange(ctx context.Context, k WorkloadKey, a assess.Assessment, handed handoff) tracing.Change {
+	if d.Tracer == nil {
+		return tracing.Change{}
+	}
+	return d.Tracer.StartChange(ctx, changeCycle(k, a, handed), a.Latest.Latest)
 }
 
 // restartNow is the path of a restart every gate allows at once (no GitOps
@@ -212,7 +237,7 @@ func (d *Driver) ensure(ctx context.Context, k WorkloadKey, handed freshness.Cha
 //
 // The patch is conditional on the stamp the workload carried, like the
 // reconciler's own, so two writers can never both restart it.
-func (d *Driver) restartNow(ctx context.Context, k WorkloadKey, h workload.Handle, finished *kickv1alpha1.KickRequest, a assess.Assessment) error {
+func (d *Driver) restartNow(ctx context.Context, k WorkloadKey, h workload.Handle, finished *kickv1alpha1.KickRequest, a assess.Assessment, handed handoff) error {
 	target := k.memoryKey()
 	cached, _ := h.Current()
 	logger := log.FromContext(ctx).WithValues("target", k.String())
@@ -228,12 +253,13 @@ func (d *Driver) restartNow(ctx context.Context, k WorkloadKey, h workload.Handl
 	}
 	var kr *kickv1alpha1.KickRequest
 	var err error
+	tc := d.startChange(ctx, k, a, handed)
 	if finished != nil {
 		d.Metrics.decision("reopened")
-		kr, err = d.annotate(ctx, finished, a.Latest, value)
+		kr, err = d.annotate(ctx, finished, a.Latest, value, tc)
 	} else {
 		d.Metrics.decision("created")
-		kr, err = d.create(ctx, k.Kind, h.Target, a.Latest, value)
+		kr, err = d.create(ctx, k.Kind, h.Target, a.Latest, value, tc)
 	}
 	if err != nil || kr == nil {
 		// No request names the stamp: leave the restart to the reconciler.
@@ -241,6 +267,7 @@ func (d *Driver) restartNow(ctx context.Context, k WorkloadKey, h workload.Handl
 		logger.V(1).Info("not restarting at once: the request was not written with the stamp", "error", err)
 		return err
 	}
+	started := d.Now()
 	if err := h.Restart(ctx, d.Client, value); err != nil {
 		// Someone changed the workload meanwhile, or the API refused: the
 		// request reconciler decides again from what the workload carries.
@@ -251,6 +278,11 @@ func (d *Driver) restartNow(ctx context.Context, k WorkloadKey, h workload.Handl
 	}
 	d.mem.settle(target, stamp, true)
 	logger.Info("restarted workload", "request", kr.Name, "via", h.Ref().String(), "stamp", value)
+	if d.Tracer != nil {
+		c := changeCycle(k, a, handed)
+		c.Request = kr.Name
+		d.Tracer.Restarted(ctx, tc.Traceparent(), c, started, d.Now())
+	}
 	d.Metrics.restart(kickv1alpha1.ProviderNone, "started")
 	d.Metrics.observeLatency(d.Now().Sub(a.Latest.Latest))
 	d.wake(ctx, kr)
@@ -269,7 +301,8 @@ func ignoreConflict(err error) error {
 // create creates the workload's request for changed; with restart set, it
 // also names the stamp the driver applies. It returns the request only when
 // it wrote restart on it (a request created meanwhile is annotated instead).
-func (d *Driver) create(ctx context.Context, kind kickv1alpha1.TargetKind, obj client.Object, changed freshness.Change, restart string) (*kickv1alpha1.KickRequest, error) {
+// The request carries tc's traceparent, and tc is recorded, when written.
+func (d *Driver) create(ctx context.Context, kind kickv1alpha1.TargetKind, obj client.Object, changed freshness.Change, restart string, tc tracing.Change) (*kickv1alpha1.KickRequest, error) {
 	kr := &kickv1alpha1.KickRequest{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: obj.GetNamespace(),
@@ -287,8 +320,12 @@ func (d *Driver) create(ctx context.Context, kind kickv1alpha1.TargetKind, obj c
 	if restart != "" {
 		kr.Annotations[kickv1alpha1.RestartAnnotation] = restart
 	}
+	if tp := tc.Traceparent(); tp != "" {
+		kr.Annotations[kickv1alpha1.TraceparentAnnotation] = tp
+	}
 	err := d.Client.Create(ctx, kr)
 	if err == nil {
+		tc.Recorded(kr.Name, d.Now())
 		return kr, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
@@ -302,7 +339,7 @@ func (d *Driver) create(ctx context.Context, kind kickv1alpha1.TargetKind, obj c
 		// Created meanwhile (cache lag or a concurrent worker): hand the
 		// change over through the annotation instead. That request may be
 		// open, so the driver does not restart through it.
-		_, err := d.annotate(ctx, existing, changed, "")
+		_, err := d.annotate(ctx, existing, changed, "", tc)
 		return nil, err
 	}
 	// The name is taken by a request for another target: a name never
@@ -312,6 +349,7 @@ func (d *Driver) create(ctx context.Context, kind kickv1alpha1.TargetKind, obj c
 	if err := d.Client.Create(ctx, kr); err != nil {
 		return nil, err
 	}
+	tc.Recorded(kr.Name, d.Now())
 	return kr, nil
 }
 
@@ -325,14 +363,21 @@ func sameTarget(a, b *kickv1alpha1.KickRequest) bool {
 // restart set it also names the stamp the driver applies, and returns the
 // request when it wrote it. The patch is conditional on the request's
 // resourceVersion when it names a stamp, so it cannot land on a request
-// that was reopened meanwhile.
-func (d *Driver) annotate(ctx context.Context, kr *kickv1alpha1.KickRequest, changed freshness.Change, restart string) (*kickv1alpha1.KickRequest, error) {
+// that was reopened meanwhile. The change starts a new cycle: the request
+// gets tc's traceparent (tc is recorded), or loses the previous cycle's
+// when tracing is off.
+func (d *Driver) annotate(ctx context.Context, kr *kickv1alpha1.KickRequest, changed freshness.Change, restart string, tc tracing.Change) (*kickv1alpha1.KickRequest, error) {
 	known := assess.AnnotatedChange(kr)
 	if !assess.Adds(changed, known) {
 		d.wake(ctx, kr)
 		return nil, nil
 	}
-	annotations := map[string]string{kickv1alpha1.ChangeAnnotation: assess.FormatChange(changed.Max(known))}
+	annotations := map[string]any{kickv1alpha1.ChangeAnnotation: assess.FormatChange(changed.Max(known))}
+	if tp := tc.Traceparent(); tp != "" {
+		annotations[kickv1alpha1.TraceparentAnnotation] = tp
+	} else if _, ok := kr.Annotations[kickv1alpha1.TraceparentAnnotation]; ok {
+		annotations[kickv1alpha1.TraceparentAnnotation] = nil // a merge patch deletes it
+	}
 	meta := map[string]any{"annotations": annotations}
 	if restart != "" {
 		annotations[kickv1alpha1.RestartAnnotation] = restart
@@ -349,6 +394,7 @@ func (d *Driver) annotate(ctx context.Context, kr *kickv1alpha1.KickRequest, cha
 		}
 		return nil, client.IgnoreNotFound(err)
 	}
+	tc.Recorded(kr.Name, d.Now())
 	if restart == "" {
 		d.wake(ctx, kr)
 		return nil, nil

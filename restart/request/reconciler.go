@@ -16,6 +16,7 @@ import (
 	"github.com/kick-operator/kick/gitops"
 	"github.com/kick-operator/kick/restart/assess"
 	"github.com/kick-operator/kick/restart/freshness"
+	"github.com/kick-operator/kick/restart/tracing"
 	"github.com/kick-operator/kick/restart/workload"
 	"github.com/kick-operator/kick/router"
 )
@@ -47,6 +48,8 @@ type Reconciler struct {
 	Kinds *workload.Registry
 	// CSI makes Secrets Store CSI classes count as dependencies.
 	CSI bool
+	// Tracer records the restarts; nil records nothing.
+	Tracer *tracing.Tracer
 
 	mem *memory
 }
@@ -80,6 +83,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// newer than the change, so the next reconcile finds it fresh and
 		// does not restart again; within this process the stamp memory
 		// covers a cache that has not seen the patch yet.
+		started := r.Now()
 		if err := s.handle.Restart(ctx, r.Client, s.restartStamp); err != nil {
 			r.Metrics.error("kickrequest", "RestartPatch")
 			return ctrl.Result{}, fmt.Errorf("restart %s%s: %w", s.targetRef(), s.through(), err)
@@ -91,6 +95,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.mem.wroteStamp(memoryKey(&kr), stamp)
 		}
 		log.FromContext(ctx).Info("restarted workload", "target", s.targetRef(), "via", s.handle.Ref().String(), "stamp", s.restartStamp)
+		r.traceRestart(ctx, &kr, s.a, started)
 	}
 	if wait := s.deferStatus(orig); wait > 0 {
 		// Nothing to record yet: the rollout the driver started is young and
@@ -163,6 +168,9 @@ func (s *step) run(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{}, err
 	}
 	if finished {
+		// A writer of the change annotation (the driver, kubectl kick) opens
+		// the new cycle's trace itself; see retrace.
+		handed := s.kr.Annotations[kickv1alpha1.ChangeAnnotation] != st.ObservedChange
 		v := s.a.Reopen(s.kr)
 		if stamp, ok := driverRestart(s.kr); ok {
 			switch s.driverRestartState(stamp) {
@@ -180,6 +188,11 @@ func (s *step) run(ctx context.Context) (ctrl.Result, error) {
 		}
 		s.reopen()
 		s.reopened = true
+		if !handed {
+			if err := s.retrace(ctx); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 	}
 	st.ObservedChange = s.kr.Annotations[kickv1alpha1.ChangeAnnotation]
 

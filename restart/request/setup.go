@@ -18,6 +18,7 @@ import (
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/gitops"
 	"github.com/kick-operator/kick/restart/discovery"
+	"github.com/kick-operator/kick/restart/tracing"
 	"github.com/kick-operator/kick/restart/workload"
 	"github.com/kick-operator/kick/router"
 )
@@ -53,6 +54,8 @@ type Options struct {
 	CSI bool
 	// Recorder receives the requests' Events; nil means the manager's.
 	Recorder events.EventRecorder
+	// Tracer records one trace per restart cycle; nil records nothing.
+	Tracer *tracing.Tracer
 }
 
 // SetupWithManager registers the indexes, the KickRequest controller and
@@ -84,6 +87,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		Retention:      opts.Retention,
 		Kinds:          opts.Kinds,
 		CSI:            opts.CSI,
+		Tracer:         opts.Tracer,
 		mem:            newMemory(),
 	}
 	toRequests := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
@@ -131,6 +135,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		Kinds:   opts.Kinds,
 		CSI:     opts.CSI,
 		Now:     opts.Now,
+		Tracer:  opts.Tracer,
 		mem:     r.mem,
 	}
 	dc, err := controller.NewTyped[WorkloadKey]("kick-driver", mgr, controller.TypedOptions[WorkloadKey]{

@@ -27,6 +27,7 @@ import (
 //	subject          <target kind>/<target name>, e.g. Deployment/web
 //	time             the transition or decision time
 //	datacontenttype  application/json
+//	traceparent      the restart cycle's W3C traceparent (distributed tracing extension), when it has one
 //	data             the Payload or GatePayload document
 const cloudEventTypePrefix = "io.corewire.kick.request."
 
@@ -88,6 +89,9 @@ func (f cloudEventsFormatter) Format(ev router.Event) (Message, error) {
 	e.SetSubject(target.Kind + "/" + target.Name)
 	if !occurred.IsZero() {
 		e.SetTime(occurred)
+	}
+	if tp := Traceparent(ev); tp != "" {
+		e.SetExtension(TraceparentExtension, tp)
 	}
 	// Set the encoded data directly: SetData would mark a []byte as base64 data.
 	e.SetDataContentType(event.ApplicationJSON)

@@ -54,7 +54,7 @@ func document(ev router.Event) (any, error) {
 func New(spec kickv1alpha1.WebhookSpec, routingKey string) (Formatter, error) {
 	switch spec.Format {
 	case "", kickv1alpha1.FormatJSON:
-		return jsonFormatter{}, nil
+		return traced{jsonFormatter{}}, nil
 	case kickv1alpha1.FormatCloudEvents:
 		mode := kickv1alpha1.CloudEventsStructured
 		if spec.CloudEvents != nil && spec.CloudEvents.Mode != "" {
@@ -62,13 +62,17 @@ func New(spec kickv1alpha1.WebhookSpec, routingKey string) (Formatter, error) {
 		}
 		return newCloudEvents(mode)
 	case kickv1alpha1.FormatSlack:
-		return slackFormatter{}, nil
+		return traced{slackFormatter{}}, nil
 	case kickv1alpha1.FormatPagerDuty:
 		var pd kickv1alpha1.PagerDutySpec
 		if spec.PagerDuty != nil {
 			pd = *spec.PagerDuty
 		}
-		return newPagerDuty(pd, routingKey)
+		f, err := newPagerDuty(pd, routingKey)
+		if err != nil {
+			return nil, err
+		}
+		return traced{f}, nil
 	}
 	return nil, fmt.Errorf("unknown payload format %q", spec.Format)
 }

@@ -1,0 +1,178 @@
+package tracing
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+)
+
+const sample = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+func TestParseFormatRoundTrip(t *testing.T) {
+	sc, ok := Parse(sample)
+	if !ok {
+		t.Fatal("valid traceparent refused")
+	}
+	if sc.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" || sc.SpanID().String() != "00f067aa0ba902b7" || !sc.IsSampled() || !sc.IsRemote() {
+		t.Fatalf("parsed %+v", sc)
+	}
+	if got := Format(sc); got != sample {
+		t.Fatalf("Format = %q, want %q", got, sample)
+	}
+	unsampled, _ := Parse(strings.TrimSuffix(sample, "01") + "00")
+	if Format(unsampled) != strings.TrimSuffix(sample, "01")+"00" {
+		t.Fatalf("unsampled: %q", Format(unsampled))
+	}
+	if Format(trace.SpanContext{}) != "" {
+		t.Fatal("an invalid span context must format as empty")
+	}
+}
+
+func TestParseRefuses(t *testing.T) {
+	for _, s := range []string{
+		"",
+		"garbage",
+		strings.ToUpper(sample),
+		"ff" + sample[2:], // version ff is invalid
+		sample + "-extra", // version 00 has exactly four fields
+		"00-00000000000000000000000000000000-00f067aa0ba902b7-01", // zero trace id
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", // zero span id
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0g",
+		"00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		"01" + sample[2:] + "x", // a later version needs a dash before more fields
+	} {
+		if _, ok := Parse(s); ok {
+			t.Errorf("Parse(%q) accepted", s)
+		}
+	}
+	if _, ok := Parse("01" + sample[2:] + "-more"); !ok {
+		t.Error("a later version with more fields must parse")
+	}
+}
+
+func TestOf(t *testing.T) {
+	kr := &kickv1alpha1.KickRequest{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{kickv1alpha1.TraceparentAnnotation: sample}}}
+	if Of(kr) != sample {
+		t.Fatalf("Of = %q", Of(kr))
+	}
+	kr.Annotations[kickv1alpha1.TraceparentAnnotation] = "00-bad\r\nX-Injected: 1"
+	if Of(kr) != "" {
+		t.Fatal("an invalid stored traceparent must not be passed on")
+	}
+	if Of(&kickv1alpha1.KickRequest{}) != "" {
+		t.Fatal("no annotation, no traceparent")
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add(sample)
+	f.Add("01" + sample[2:] + "-x")
+	f.Fuzz(func(t *testing.T, s string) {
+		sc, ok := Parse(s)
+		if !ok {
+			return
+		}
+		// What parses round-trips to a version 00 value that parses to the same context.
+		again, ok := Parse(Format(sc))
+		if !ok || again.TraceID() != sc.TraceID() || again.SpanID() != sc.SpanID() || again.TraceFlags() != sc.TraceFlags() {
+			t.Fatalf("%q: round trip gave %v", s, again)
+		}
+	})
+}
+
+func TestCycleSpans(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tr := New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	theta := time.Date(2026, 3, 1, 10, 0, 0, 123456789, time.UTC)
+	c := Cycle{Namespace: "shop", WorkloadKind: "Deployment", WorkloadName: "web", Policy: "p", SourceKind: "Secret", SourceName: "db"}
+
+	ch := tr.StartChange(context.Background(), c, theta)
+	tp := ch.Traceparent()
+	if _, ok := Parse(tp); !ok {
+		t.Fatalf("traceparent %q", tp)
+	}
+	ch.Recorded("deployment-web", theta.Add(time.Second))
+	// Another process, later: only the stored traceparent links the restart.
+	c.Request, c.Provider = "deployment-web", "none"
+	tr.Restarted(context.Background(), tp, c, theta.Add(2*time.Second), theta.Add(3*time.Second))
+
+	spans := rec.Ended()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	changed, restarted := spans[0], spans[1]
+	if changed.Name() != SpanChanged || restarted.Name() != SpanRestarted {
+		t.Fatalf("names %q, %q", changed.Name(), restarted.Name())
+	}
+	if restarted.SpanContext().TraceID() != changed.SpanContext().TraceID() || restarted.Parent().SpanID() != changed.SpanContext().SpanID() {
+		t.Fatal("restart.executed is not the child of dependency.changed")
+	}
+	if !changed.StartTime().Equal(theta) || len(changed.Events()) != 1 || changed.Events()[0].Name != EventSourceChanged || !changed.Events()[0].Time.Equal(theta) {
+		t.Fatalf("dependency.changed: start %v events %+v", changed.StartTime(), changed.Events())
+	}
+	if len(restarted.Events()) != 1 || restarted.Events()[0].Name != EventRestarted {
+		t.Fatalf("restart.executed events %+v", restarted.Events())
+	}
+	want := map[attribute.Key]string{AttrNamespace: "shop", AttrWorkloadKind: "Deployment", AttrWorkloadName: "web",
+		AttrRequest: "deployment-web", AttrPolicy: "p", AttrSourceKind: "Secret", AttrSourceName: "db"}
+	for _, s := range spans {
+		got := map[attribute.Key]string{}
+		for _, kv := range s.Attributes() {
+			got[kv.Key] = kv.Value.AsString()
+		}
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%s: %s = %q, want %q", s.Name(), k, got[k], v)
+			}
+		}
+	}
+}
+
+func TestRestartedWithoutParentStartsATrace(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tr := New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	now := time.Now()
+	tr.Restarted(context.Background(), "not-a-traceparent", Cycle{Namespace: "a"}, now, now)
+	spans := rec.Ended()
+	if len(spans) != 1 || spans[0].Parent().IsValid() || !spans[0].SpanContext().IsValid() {
+		t.Fatalf("spans %+v", spans)
+	}
+}
+
+func TestUnrecordedChangeIsNotExported(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tr := New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	_ = tr.StartChange(context.Background(), Cycle{}, time.Now())
+	if n := len(rec.Ended()); n != 0 {
+		t.Fatalf("%d spans exported for a change never stored", n)
+	}
+}
+
+// TestDisabledAllocatesNothing: without an exporter the manager holds a nil
+// Tracer, and a restart cycle costs no allocation.
+func TestDisabledAllocatesNothing(t *testing.T) {
+	var tr *Tracer
+	ctx := context.Background()
+	c := Cycle{Namespace: "shop", WorkloadKind: "Deployment", WorkloadName: "web", SourceKind: "Secret", SourceName: "db"}
+	now := time.Now()
+	allocs := testing.AllocsPerRun(1000, func() {
+		ch := tr.StartChange(ctx, c, now)
+		if ch.Traceparent() != "" {
+			t.Fatal("traceparent without a tracer")
+		}
+		ch.Recorded("deployment-web", now)
+		tr.Restarted(ctx, ch.Traceparent(), c, now, now)
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per cycle with tracing off", allocs)
+	}
+}

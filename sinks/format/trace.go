@@ -1,0 +1,41 @@
+package format
+
+import "github.com/kick-operator/kick/router"
+
+// Distributed tracing: a notification carries the W3C traceparent of the restart cycle it
+// reports, so a receiver can join the cycle's trace. CloudEvents carry it as the distributed
+// tracing extension attribute; every other format as the HTTP header.
+
+// TraceparentHeader is the W3C Trace Context header; TraceparentExtension the CloudEvents
+// distributed tracing extension attribute. Both are named "traceparent".
+const (
+	TraceparentHeader    = "traceparent"
+	TraceparentExtension = "traceparent"
+)
+
+// Traceparent is the traceparent an event carries; "" when none.
+func Traceparent(ev router.Event) string {
+	switch e := ev.(type) {
+	case router.PhaseChanged:
+		return e.Traceparent
+	case router.GateChanged:
+		return e.Traceparent
+	}
+	return ""
+}
+
+// traced adds the traceparent header to what a non-CloudEvents format renders.
+type traced struct {
+	Formatter
+}
+
+func (t traced) Format(ev router.Event) (Message, error) {
+	m, err := t.Formatter.Format(ev)
+	if err != nil {
+		return m, err
+	}
+	if tp := Traceparent(ev); tp != "" {
+		m.Header.Set(TraceparentHeader, tp)
+	}
+	return m, nil
+}

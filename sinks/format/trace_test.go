@@ -1,0 +1,57 @@
+package format
+
+import (
+	"testing"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/router"
+)
+
+const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+func withTrace(e *router.PhaseChanged) { e.Traceparent = traceparent }
+
+// Every format but CloudEvents carries the traceparent as the HTTP header.
+func TestTraceparentHeader(t *testing.T) {
+	gate := router.GateChanged{Request: router.RequestRef{Namespace: "a", Name: "r", UID: "u"}, Target: router.ObjectRef{Kind: "Deployment", Name: "web"},
+		Reason: string(kickv1alpha1.GateOutsideSchedule), Time: at, Traceparent: traceparent}
+	for _, tc := range []struct {
+		name string
+		spec kickv1alpha1.WebhookSpec
+		ev   router.Event
+	}{
+		{"json phase", kickv1alpha1.WebhookSpec{}, phaseChange(kickv1alpha1.PhaseSucceeded, withTrace)},
+		{"json gate", kickv1alpha1.WebhookSpec{}, gate},
+		{"slack", kickv1alpha1.WebhookSpec{Format: kickv1alpha1.FormatSlack}, phaseChange(kickv1alpha1.PhaseSucceeded, withTrace)},
+		{"pagerduty", kickv1alpha1.WebhookSpec{Format: kickv1alpha1.FormatPagerDuty}, phaseChange(kickv1alpha1.PhaseFailed, withTrace)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := mustFormat(t, mustNew(t, tc.spec, "rk"), tc.ev)
+			if got := m.Header.Get("Traceparent"); got != traceparent {
+				t.Fatalf("traceparent header %q, want %q", got, traceparent)
+			}
+		})
+	}
+	m := mustFormat(t, mustNew(t, kickv1alpha1.WebhookSpec{}, ""), phaseChange(kickv1alpha1.PhaseSucceeded))
+	if _, ok := m.Header["Traceparent"]; ok {
+		t.Fatal("a header without a trace")
+	}
+}
+
+// CloudEvents carry it as the distributed tracing extension, in both modes.
+func TestTraceparentCloudEvents(t *testing.T) {
+	for _, mode := range []kickv1alpha1.CloudEventsMode{kickv1alpha1.CloudEventsStructured, kickv1alpha1.CloudEventsBinary} {
+		m := mustFormat(t, mustNew(t, ceSpec(mode), ""), phaseChange(kickv1alpha1.PhaseSucceeded, withTrace))
+		e, _ := parseCloudEvent(t, m)
+		if got := e.Extensions()[TraceparentExtension]; got != traceparent {
+			t.Fatalf("%s: extension traceparent = %v, want %q", mode, got, traceparent)
+		}
+		if mode == kickv1alpha1.CloudEventsBinary && m.Header.Get("ce-traceparent") != traceparent {
+			t.Fatalf("binary: ce-traceparent = %q", m.Header.Get("ce-traceparent"))
+		}
+		plain := mustFormat(t, mustNew(t, ceSpec(mode), ""), phaseChange(kickv1alpha1.PhaseSucceeded))
+		if e, _ := parseCloudEvent(t, plain); e.Extensions()[TraceparentExtension] != nil {
+			t.Fatalf("%s: extension without a trace", mode)
+		}
+	}
+}

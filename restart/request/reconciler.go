@@ -77,6 +77,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.mem.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
+	if s.waitForDriver {
+		// Nothing is decided while the driver's patch is in flight; a
+		// status write now would only compete with it.
+		return result, nil
+	}
 	if s.restartStamp != "" {
 		// Restart first, then record it: the restart is what the user waits
 		// for. A crash in between is safe: the workload then carries a stamp
@@ -140,7 +145,10 @@ type step struct {
 	reopened     bool
 	// adopted: the rollout followed is the one the driver started.
 	adopted bool
-	event   *eventSpec
+	// waitForDriver: this process's driver is patching the target now;
+	// the reconcile decides nothing and writes nothing.
+	waitForDriver bool
+	event         *eventSpec
 	// notice is an Event emitted even without a phase change.
 	notice *eventSpec
 }
@@ -175,6 +183,7 @@ func (s *step) run(ctx context.Context) (ctrl.Result, error) {
 		if stamp, ok := driverRestart(s.kr); ok {
 			switch s.driverRestartState(stamp) {
 			case restartInFlight:
+				s.waitForDriver = true
 				return ctrl.Result{RequeueAfter: claimPoll}, nil
 			case restartApplied:
 				// The driver reopened it and restarted at once: the workload
@@ -216,6 +225,7 @@ func (s *step) run(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{}, err
 	}
 	if wait := s.followDriverRestart(); wait > 0 {
+		s.waitForDriver = true
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	if st.CurrentRollout != nil {
@@ -351,6 +361,7 @@ func (s *step) evaluate() ctrl.Result {
 	if _, applying := s.r.mem.claimed(memoryKey(s.kr)); applying {
 		// The driver is restarting this workload right now; decide again
 		// once its patch landed (or was refused).
+		s.waitForDriver = true
 		return ctrl.Result{RequeueAfter: claimPoll}
 	}
 	cachedStamp, _ := s.handle.Current()

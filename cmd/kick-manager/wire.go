@@ -9,6 +9,7 @@ import (
 
 	"github.com/kick-operator/kick/restart/csi"
 	"github.com/kick-operator/kick/restart/discovery"
+	"github.com/kick-operator/kick/restart/inflight"
 	"github.com/kick-operator/kick/restart/observe"
 	"github.com/kick-operator/kick/restart/policy"
 	"github.com/kick-operator/kick/restart/request"
@@ -36,7 +37,11 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 			return err
 		}
 	}
+	// The observer announces a change while it writes its record; a restart
+	// waits for the record only before its patch.
+	records := &inflight.Records{}
 	observer := &observe.SourceReconciler{
+		Records:   records,
 		Client:    mgr.GetClient(),
 		Live:      mgr.GetAPIReader(),
 		Router:    rt,
@@ -117,5 +122,6 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 		Kinds:                   kinds,
 		CSI:                     active.csi,
 		Tracer:                  tracer,
+		Records:                 records,
 	})
 }

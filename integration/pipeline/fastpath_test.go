@@ -108,3 +108,47 @@ func setRestartStamp(t *testing.T, f *fixture.F, deployment, value string) {
 		t.Fatal(err)
 	}
 }
+
+// TestCrashBeforeTheChangeIsRecordedRestartsOnce: the driver writes its
+// request while the observer still writes the record of the change. A
+// manager that dies between the two leaves a request naming the change and
+// a stamp, and a record from before the change. The next manager records
+// the change again and restarts once: the request's stamp never reached the
+// workload, and the new record dates the change before the new restart.
+func TestCrashBeforeTheChangeIsRecordedRestartsOnce(t *testing.T) {
+	f := fixture.Setup(t)
+	f.Policy("all", selectAll)
+	f.WebWithSecret()
+	baseline := f.WaitObservation("db").ResourceVersion
+	f.Mgr.Kill()
+
+	f.SetSecret("db", map[string]string{"password": "bravo"})
+	change := time.Now()
+	value := freshness.FormatStamp(change.Add(time.Millisecond))
+	f.Create(&kickv1alpha1.KickRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: "deployment-web", Labels: map[string]string{kickv1alpha1.ManagedByLabel: kickv1alpha1.ManagedByKick},
+			Annotations: map[string]string{
+				kickv1alpha1.ChangeAnnotation:  freshness.FormatStamp(change),
+				kickv1alpha1.RestartAnnotation: value,
+			}},
+		Spec: kickv1alpha1.KickRequestSpec{TargetRef: kickv1alpha1.TargetRef{APIVersion: "apps/v1", Kind: kickv1alpha1.TargetDeployment, Name: "web"}},
+	})
+	if rec := f.WaitObservation("db"); rec.ResourceVersion != baseline {
+		t.Fatalf("the record changed while no manager ran")
+	}
+	f.Mgr = f.Env.StartManager(t, fixture.ManagerNamespace)
+
+	kr := f.WaitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 60*time.Second)
+	got := f.RestartStamp("web")
+	if got == "" || got == value {
+		t.Fatalf("workload stamp %q: want a restart of the new manager's own", got)
+	}
+	if kr.Status.RestartCount != 1 {
+		t.Fatalf("restartCount %d, want 1", kr.Status.RestartCount)
+	}
+	f.Barrier()
+	f.WaitReplicaSets("web", 2)
+	if again := f.RestartStamp("web"); again != got {
+		t.Fatalf("restarted again after the change was recorded: %q then %q", got, again)
+	}
+}

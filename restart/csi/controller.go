@@ -470,7 +470,7 @@ func (r *Reconciler) observe(ctx context.Context, class string, ref workload.Ref
 			KeyID:       r.Keys.KeyID(),
 			LastWrite:   Epoch,
 		}, r.now())
-		if err := observe.WriteRecord(ctx, r.Client, stored, name, kind.APIVersion, string(kind.Target), w, spec); err != nil {
+		if _, err := observe.WriteRecord(ctx, r.Client, stored, name, kind.APIVersion, string(kind.Target), w, spec); err != nil {
 			return err
 		}
 		if spec.LastRelevantChangeTime != nil {

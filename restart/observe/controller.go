@@ -24,6 +24,7 @@ import (
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/discovery"
+	"github.com/kick-operator/kick/restart/inflight"
 	"github.com/kick-operator/kick/restart/workload"
 	"github.com/kick-operator/kick/router"
 )
@@ -64,12 +65,18 @@ type SourceReconciler struct {
 	// workload.Builtin().
 	Kinds *workload.Registry
 
+	// Records, when set, lets the observer announce a change while its
+	// record is being written; every restarter must then wait on the same
+	// Records before it patches a workload (see package inflight).
+	Records *inflight.Records
+
 	// MaxFullReads bounds how many sources are read in full (and held in memory while they are
 	// fingerprinted) at once, whatever the number of workers: a tenant's 1 MiB Secrets must not
 	// multiply by the worker count. 0 means DefaultMaxFullReads.
 	MaxFullReads int
 
 	triggers  map[string]chan event.GenericEvent // per source kind; set by SetupWithManager
+	own       ownWrites
 	metrics   *metrics
 	fullReads limiter
 }
@@ -180,36 +187,65 @@ func (r *SourceReconciler) reconcileSource(ctx context.Context, kind sourceKind,
 	if current != nil && current.Spec.LastRelevantChangeTime != nil {
 		out.theta = current.Spec.LastRelevantChangeTime.Time
 	}
-	if apply.Persisted() {
-		var prev *kickv1alpha1.SourceObservationSpec
-		if current != nil {
-			prev = &current.Spec
-		}
-		spec := Next(prev, apply, obs, r.now())
-		name := kickv1alpha1.ObservationName(kind.name, src.GetName())
-		if err := WriteRecord(ctx, r.Client, stored, name, discovery.CoreAPIVersion, kind.name, src, spec); err != nil {
+	if !apply.Persisted() {
+		return out, nil // MetaOnly, NoChange: neither written nor announced
+	}
+	announce := len(consumers) > 0 && out.class.Published()
+	var prev *kickv1alpha1.SourceObservationSpec
+	if current != nil {
+		prev = &current.Spec
+	}
+	spec := Next(prev, apply, obs, r.now())
+	if spec.LastRelevantChangeTime != nil {
+		out.theta = spec.LastRelevantChangeTime.Time
+	} else {
+		out.theta = time.Time{}
+	}
+	// With Records, the change is announced first and recorded meanwhile:
+	// whoever restarts for it waits for the record (inflight.Records.Wait)
+	// only before its patch, so the request it writes first overlaps this
+	// write. Without Records the record is written first.
+	end := func(bool) {}
+	if announce && r.Records != nil {
+		end = r.Records.Begin(inflight.Source{Namespace: key.Namespace, Kind: kind.name, Name: key.Name})
+		if err := r.publish(ctx, kind.name, key, out, consumers); err != nil {
+			end(false)
 			return out, err
 		}
-		out.written = true
-		out.theta = time.Time{}
-		if spec.LastRelevantChangeTime != nil {
-			out.theta = spec.LastRelevantChangeTime.Time
-		}
+		out.published = true
 	}
-	if len(consumers) > 0 && out.class.Published() {
-		ev := router.SourceChanged{
-			Source:     router.ObjectRef{APIVersion: discovery.CoreAPIVersion, Kind: kind.name, Namespace: key.Namespace, Name: key.Name},
-			Class:      router.SourceClass(out.class),
-			ChangeTime: out.theta,
-			Consumers:  consumers,
-		}
+	name := kickv1alpha1.ObservationName(kind.name, src.GetName())
+	written, err := WriteRecord(ctx, r.Client, stored, name, discovery.CoreAPIVersion, kind.name, src, spec)
+	end(err == nil)
+	if err != nil {
+		// Refused (a conflict) or failed: classify again against the cache.
+		r.own.forget(types.NamespacedName{Namespace: key.Namespace, Name: name})
+		return out, err
+	}
+	r.own.wrote(written)
+	out.written = true
+	if announce && !out.published {
 		// Published only once the record is written: whoever reacts reads the same θ.
-		if err := r.Router.Publish(ctx, ev); err != nil {
-			return out, fmt.Errorf("publish %s: %w", ev.Key(), err)
+		if err := r.publish(ctx, kind.name, key, out, consumers); err != nil {
+			return out, err
 		}
 		out.published = true
 	}
 	return out, nil
+}
+
+// publish announces an observation of the source to its consumers.
+func (r *SourceReconciler) publish(ctx context.Context, kind string, key types.NamespacedName, out outcome, consumers []router.ObjectRef) error {
+	ev := router.SourceChanged{
+		Source:     router.ObjectRef{APIVersion: discovery.CoreAPIVersion, Kind: kind, Namespace: key.Namespace, Name: key.Name},
+		Class:      router.SourceClass(out.class),
+		ChangeTime: out.theta,
+		Consumers:  consumers,
+	}
+	if err := r.Router.Publish(ctx, ev); err != nil {
+		return fmt.Errorf("publish %s: %w", ev.Key(), err)
+	}
+	return nil
 }
 
 // observed returns what the source holds at (or after) the cached resourceVersion of src.
@@ -298,17 +334,20 @@ func (r *SourceReconciler) consumers(ctx context.Context, kind string, src clien
 	return refs, nil
 }
 
-// record reads the source's SourceObservation from the cache; nil when there is none.
+// record reads the source's SourceObservation from the cache, or the one
+// this process last wrote when the cache does not show it yet; nil when
+// there is none.
 func (r *SourceReconciler) record(ctx context.Context, kind string, key types.NamespacedName) (*kickv1alpha1.SourceObservation, error) {
+	name := types.NamespacedName{Namespace: key.Namespace, Name: kickv1alpha1.ObservationName(kind, key.Name)}
 	var rec kickv1alpha1.SourceObservation
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: kickv1alpha1.ObservationName(kind, key.Name)}, &rec)
+	err := r.Client.Get(ctx, name, &rec)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, nil
+		return r.own.newest(name, nil), nil
 	case err != nil:
 		return nil, fmt.Errorf("read observation record of %s %s: %w", kind, key, err)
 	}
-	return &rec, nil
+	return r.own.newest(name, &rec), nil
 }
 
 // WriteRecord writes the SourceObservation name in owner's namespace: it creates it, owned by
@@ -318,7 +357,7 @@ func (r *SourceReconciler) record(ctx context.Context, kind string, key types.Na
 // stale stored copy fails with a conflict, and the caller classifies again against the fresh
 // record. The Secret and ConfigMap observer and the optional observers (CSI mounts) share it.
 func WriteRecord(ctx context.Context, c client.Writer, stored *kickv1alpha1.SourceObservation, name, apiVersion, kind string,
-	owner client.Object, spec kickv1alpha1.SourceObservationSpec) error {
+	owner client.Object, spec kickv1alpha1.SourceObservationSpec) (*kickv1alpha1.SourceObservation, error) {
 	ref := metav1.OwnerReference{
 		APIVersion:         apiVersion,
 		Kind:               kind,
@@ -333,9 +372,9 @@ func WriteRecord(ctx context.Context, c client.Writer, stored *kickv1alpha1.Sour
 			Spec:       spec,
 		}
 		if err := c.Create(ctx, rec); err != nil {
-			return fmt.Errorf("create observation record %s/%s: %w", rec.Namespace, rec.Name, err)
+			return nil, fmt.Errorf("create observation record %s/%s: %w", rec.Namespace, rec.Name, err)
 		}
-		return nil
+		return rec, nil
 	}
 	rec := stored.DeepCopy()
 	rec.Spec = spec
@@ -344,9 +383,9 @@ func WriteRecord(ctx context.Context, c client.Writer, stored *kickv1alpha1.Sour
 	})
 	rec.OwnerReferences = append(refs, ref)
 	if err := c.Update(ctx, rec); err != nil {
-		return fmt.Errorf("update observation record %s/%s: %w", rec.Namespace, rec.Name, err)
+		return nil, fmt.Errorf("update observation record %s/%s: %w", rec.Namespace, rec.Name, err)
 	}
-	return nil
+	return rec, nil
 }
 
 // OwnedBy reports whether rec belongs to the object with this UID (a record left by an earlier

@@ -27,6 +27,7 @@ import (
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/discovery"
+	"github.com/kick-operator/kick/restart/inflight"
 )
 
 var errNotSetUp = errors.New("observe: SourceReconciler.SetupWithManager was not called")
@@ -83,7 +84,7 @@ func (r *SourceReconciler) SetupWithManager(mgr manager.Manager, opts Options) e
 				// A deleted source's record is garbage-collected with it.
 				DeleteFunc: func(event.DeleteEvent) bool { return false },
 			})).
-			Watches(&kickv1alpha1.SourceObservation{}, recordDeletedHandler(kind.name)).
+			Watches(&kickv1alpha1.SourceObservation{}, r.recordHandler(kind.name)).
 			WatchesRawSource(source.Channel(trigger, handler.Funcs{
 				GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue) {
 					add(q, SourcesOf(kind.name, e.Object))
@@ -156,13 +157,28 @@ func workloadHandler(kind string) handler.EventHandler {
 	}
 }
 
-// recordDeletedHandler re-observes the source of a deleted record, so a record removed by hand
-// is rebuilt (as a baseline) while its source is still consumed.
-func recordDeletedHandler(kind string) handler.EventHandler {
+// recordHandler re-observes the source of a deleted record, so a record removed by hand is
+// rebuilt (as a baseline) while its source is still consumed; and it forgets this process's
+// own writes of records once the cache shows them.
+func (r *SourceReconciler) recordHandler(kind string) handler.EventHandler {
 	return handler.Funcs{
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueue) {
+			if rec, ok := e.ObjectNew.(*kickv1alpha1.SourceObservation); ok {
+				r.own.cacheSaw(rec)
+			}
+		},
+		CreateFunc: func(_ context.Context, e event.CreateEvent, _ workqueue) {
+			if rec, ok := e.Object.(*kickv1alpha1.SourceObservation); ok {
+				r.own.cacheSaw(rec)
+			}
+		},
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue) {
 			rec, ok := e.Object.(*kickv1alpha1.SourceObservation)
-			if ok && string(rec.Spec.Source.Kind) == kind && rec.Spec.Source.Name != "" {
+			if !ok {
+				return
+			}
+			r.own.forget(types.NamespacedName{Namespace: rec.Namespace, Name: rec.Name})
+			if string(rec.Spec.Source.Kind) == kind && rec.Spec.Source.Name != "" {
 				q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rec.Namespace, Name: rec.Spec.Source.Name}})
 			}
 		},
@@ -185,6 +201,14 @@ type kindReconciler struct {
 
 func (k kindReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	out, err := k.r.reconcileSource(ctx, k.kind, req.NamespacedName)
+	if err == nil {
+		// The record now matches the source (written, unchanged, or the source is gone):
+		// a failed earlier write no longer holds restarts back.
+		k.r.Records.Forget(inflight.Source{Namespace: req.Namespace, Kind: k.kind.name, Name: req.Name})
+	}
+	if out.skipped == "NotFound" || out.skipped == "Deleting" {
+		k.r.own.forget(types.NamespacedName{Namespace: req.Namespace, Name: kickv1alpha1.ObservationName(k.kind.name, req.Name)})
+	}
 	if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) || errors.Is(err, errCacheBehind) {
 		// The cache had not seen our own last write of the record (or the source's
 		// latest incarnation) yet; classify again shortly instead of logging an error

@@ -17,7 +17,9 @@ import (
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/assess"
+	"github.com/kick-operator/kick/restart/discovery"
 	"github.com/kick-operator/kick/restart/freshness"
+	"github.com/kick-operator/kick/restart/inflight"
 	"github.com/kick-operator/kick/restart/tracing"
 	"github.com/kick-operator/kick/restart/workload"
 	"github.com/kick-operator/kick/router"
@@ -54,6 +56,10 @@ type Driver struct {
 	Now func() time.Time
 	// Tracer records each cycle the driver opens; nil records nothing.
 	Tracer *tracing.Tracer
+	// Records are the observation records being written: the driver writes
+	// the request while the change's record is written and waits for it
+	// only before the patch.
+	Records *inflight.Records
 
 	handed handedChanges
 	// mem is shared with the request reconciler: the stamps this process
@@ -235,6 +241,12 @@ func (d *Driver) startChange(ctx context.Context, k WorkloadKey, a assess.Assess
 //   - after the patch, the workload carries the stamp the request names,
 //     so the reconciler follows that rollout and never restarts again.
 //
+// The request is written while the observer still writes the record of the
+// change (package inflight); the patch waits for that record, so a manager
+// that dies after the patch finds the change recorded and the workload
+// fresh. A crash after the request and before the record leaves the first
+// case above: the next manager records the change again and restarts once.
+//
 // The patch is conditional on the stamp the workload carried, like the
 // reconciler's own, so two writers can never both restart it.
 func (d *Driver) restartNow(ctx context.Context, k WorkloadKey, h workload.Handle, finished *kickv1alpha1.KickRequest, a assess.Assessment, handed handoff) error {
@@ -265,6 +277,14 @@ func (d *Driver) restartNow(ctx context.Context, k WorkloadKey, h workload.Handl
 		// No request names the stamp: leave the restart to the reconciler.
 		d.mem.settle(target, stamp, false)
 		logger.V(1).Info("not restarting at once: the request was not written with the stamp", "error", err)
+		return err
+	}
+	if err := waitForRecords(ctx, d.Records, h.Target); err != nil {
+		// The record of the change is not durable: the request reconciler
+		// restarts once it is.
+		d.mem.settle(target, stamp, false)
+		d.wake(ctx, kr)
+		logger.V(1).Info("not restarting at once: the change is not recorded yet", "error", err)
 		return err
 	}
 	started := d.Now()
@@ -411,4 +431,25 @@ func (d *Driver) wake(ctx context.Context, kr *kickv1alpha1.KickRequest) {
 	case d.Wake <- event.GenericEvent{Object: obj}:
 	case <-ctx.Done():
 	}
+}
+
+// recordWait bounds how long a restart waits for the records of its
+// workload's sources; past it the restart is retried.
+const recordWait = 10 * time.Second
+
+// waitForRecords waits until no record of a Secret or ConfigMap the target
+// consumes is being written by this process (see package inflight).
+func waitForRecords(ctx context.Context, records *inflight.Records, target client.Object) error {
+	if records == nil || records.Len() == 0 {
+		return nil
+	}
+	var sources []inflight.Source
+	for _, dep := range discovery.FromWorkload(target) {
+		if dep.Kind == string(kickv1alpha1.SourceSecret) || dep.Kind == string(kickv1alpha1.SourceConfigMap) {
+			sources = append(sources, inflight.Source{Namespace: target.GetNamespace(), Kind: dep.Kind, Name: dep.Name})
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, recordWait)
+	defer cancel()
+	return records.Wait(ctx, sources)
 }

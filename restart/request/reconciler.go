@@ -16,6 +16,7 @@ import (
 	"github.com/kick-operator/kick/gitops"
 	"github.com/kick-operator/kick/restart/assess"
 	"github.com/kick-operator/kick/restart/freshness"
+	"github.com/kick-operator/kick/restart/inflight"
 	"github.com/kick-operator/kick/restart/tracing"
 	"github.com/kick-operator/kick/restart/workload"
 	"github.com/kick-operator/kick/router"
@@ -50,6 +51,9 @@ type Reconciler struct {
 	CSI bool
 	// Tracer records the restarts; nil records nothing.
 	Tracer *tracing.Tracer
+	// Records are the observation records being written; a restart waits
+	// for its workload's (nil: none are tracked).
+	Records *inflight.Records
 
 	mem *memory
 }
@@ -88,6 +92,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// newer than the change, so the next reconcile finds it fresh and
 		// does not restart again; within this process the stamp memory
 		// covers a cache that has not seen the patch yet.
+		if err := waitForRecords(ctx, r.Records, s.handle.Target); err != nil {
+			return ctrl.Result{}, err
+		}
 		started := r.Now()
 		if err := s.handle.Restart(ctx, r.Client, s.restartStamp); err != nil {
 			r.Metrics.error("kickrequest", "RestartPatch")

@@ -18,6 +18,7 @@ import (
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/gitops"
 	"github.com/kick-operator/kick/restart/discovery"
+	"github.com/kick-operator/kick/restart/inflight"
 	"github.com/kick-operator/kick/restart/tracing"
 	"github.com/kick-operator/kick/restart/workload"
 	"github.com/kick-operator/kick/router"
@@ -56,6 +57,10 @@ type Options struct {
 	Recorder events.EventRecorder
 	// Tracer records one trace per restart cycle; nil records nothing.
 	Tracer *tracing.Tracer
+	// Records are the observation records being written; every restart
+	// waits for its workload's before it patches. The source observer must
+	// share them.
+	Records *inflight.Records
 }
 
 // SetupWithManager registers the indexes, the KickRequest controller and
@@ -88,6 +93,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		Kinds:          opts.Kinds,
 		CSI:            opts.CSI,
 		Tracer:         opts.Tracer,
+		Records:        opts.Records,
 		mem:            newMemory(),
 	}
 	toRequests := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
@@ -136,6 +142,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		CSI:     opts.CSI,
 		Now:     opts.Now,
 		Tracer:  opts.Tracer,
+		Records: opts.Records,
 		mem:     r.mem,
 	}
 	dc, err := controller.NewTyped[WorkloadKey]("kick-driver", mgr, controller.TypedOptions[WorkloadKey]{

@@ -1,0 +1,115 @@
+package inflight
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// Source names a Secret or ConfigMap (the kind as in its record's name).
+type Source struct {
+	Namespace string
+	Kind      string
+	Name      string
+}
+
+func (s Source) String() string { return s.Kind + " " + s.Namespace + "/" + s.Name }
+
+// ErrNotRecorded says that the last write of a source's record failed: a
+// restart for its change must wait until the observer writes it again.
+var ErrNotRecorded = errors.New("the record of the change is not written yet")
+
+// Records is the set of record writes in flight. The zero value is ready;
+// a nil *Records tracks nothing (Begin returns a no-op, Wait returns nil).
+type Records struct {
+	mu sync.Mutex
+	m  map[Source]*write
+}
+
+// write is one record write: done closes when it ends; failed says it
+// ended without the record.
+type write struct {
+	done   chan struct{}
+	failed bool
+}
+
+// Begin marks a write of s's record as started (replacing the failed state
+// of an earlier one). The returned end must be called once, with whether
+// the record was written. The observer reconciles one source at a time, so
+// writes of one source never overlap.
+func (r *Records) Begin(s Source) (end func(written bool)) {
+	if r == nil {
+		return func(bool) {}
+	}
+	w := &write{done: make(chan struct{})}
+	r.mu.Lock()
+	if r.m == nil {
+		r.m = map[Source]*write{}
+	}
+	r.m[s] = w
+	r.mu.Unlock()
+	return func(written bool) {
+		r.mu.Lock()
+		if written && r.m[s] == w {
+			delete(r.m, s)
+		}
+		w.failed = !written
+		r.mu.Unlock()
+		close(w.done)
+	}
+}
+
+// Forget drops what is known of s: the observer has nothing to write for it
+// any more (the source is gone).
+func (r *Records) Forget(s Source) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	delete(r.m, s)
+	r.mu.Unlock()
+}
+
+// Wait returns once no record of sources is being written: nil when all
+// are durable (or were never written by this process), ErrNotRecorded
+// (wrapped, naming the source) when a write failed and was not yet
+// repeated, or the context's error.
+func (r *Records) Wait(ctx context.Context, sources []Source) error {
+	if r == nil {
+		return nil
+	}
+	for _, s := range sources {
+		for {
+			r.mu.Lock()
+			w := r.m[s]
+			r.mu.Unlock()
+			if w == nil {
+				break
+			}
+			select {
+			case <-w.done:
+			case <-ctx.Done():
+				return fmt.Errorf("waiting for the record of %s: %w", s, ctx.Err())
+			}
+			r.mu.Lock()
+			failed := w.failed && r.m[s] == w
+			r.mu.Unlock()
+			if failed {
+				return fmt.Errorf("%s: %w", s, ErrNotRecorded)
+			}
+			// Written, or a newer write began meanwhile: look again.
+		}
+	}
+	return nil
+}
+
+// Len is the number of sources with a write in flight or failed.
+func (r *Records) Len() int {
+	if r == nil {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.m)
+}

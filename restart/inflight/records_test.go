@@ -1,0 +1,87 @@
+package inflight
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+var db = Source{Namespace: "ns", Kind: "Secret", Name: "db"}
+
+func TestWaitReturnsWhenTheRecordIsWritten(t *testing.T) {
+	var r Records
+	end := r.Begin(db)
+	waited := make(chan error, 1)
+	go func() {
+		waited <- r.Wait(context.Background(), []Source{{Namespace: "ns", Kind: "ConfigMap", Name: "db"}, db})
+	}()
+	select {
+	case err := <-waited:
+		t.Fatalf("Wait returned %v while the record was being written", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	end(true)
+	if err := <-waited; err != nil {
+		t.Fatal(err)
+	}
+	if r.Len() != 0 {
+		t.Fatalf("a written record is still tracked: %d", r.Len())
+	}
+}
+
+func TestAFailedWriteHoldsUntilWrittenAgainOrForgotten(t *testing.T) {
+	var r Records
+	r.Begin(db)(false)
+	if err := r.Wait(context.Background(), []Source{db}); !errors.Is(err, ErrNotRecorded) {
+		t.Fatalf("after a failed write: %v", err)
+	}
+	r.Begin(db)(true)
+	if err := r.Wait(context.Background(), []Source{db}); err != nil {
+		t.Fatalf("after the write was repeated: %v", err)
+	}
+	r.Begin(db)(false)
+	r.Forget(db)
+	if err := r.Wait(context.Background(), []Source{db}); err != nil {
+		t.Fatalf("after the source was forgotten: %v", err)
+	}
+}
+
+func TestWaitFollowsANewerWrite(t *testing.T) {
+	var r Records
+	first := r.Begin(db)
+	waited := make(chan error, 1)
+	go func() { waited <- r.Wait(context.Background(), []Source{db}) }()
+	// A newer change of the source begins its write before the first ends
+	// (the first ended in failure; the newer one is what counts).
+	second := r.Begin(db)
+	first(false)
+	select {
+	case err := <-waited:
+		t.Fatalf("Wait returned %v while a newer write was in flight", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	second(true)
+	if err := <-waited; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWaitEndsWithItsContext(t *testing.T) {
+	var r Records
+	r.Begin(db)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := r.Wait(ctx, []Source{db}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait: %v", err)
+	}
+}
+
+func TestNilRecordsTrackNothing(t *testing.T) {
+	var r *Records
+	r.Begin(db)(false)
+	r.Forget(db)
+	if err := r.Wait(context.Background(), []Source{db}); err != nil || r.Len() != 0 {
+		t.Fatal(err)
+	}
+}

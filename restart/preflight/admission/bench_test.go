@@ -27,7 +27,7 @@ import (
 // fixture: 10,000 Secrets with records and 1,000 Deployments (each with its
 // ReplicaSet) in one namespace; Deployment i consumes Secrets 10i..10i+9
 // and Secret "shared", which all of them consume.
-func benchChecker(b *testing.B) *Checker {
+func benchChecker(b testing.TB) *Checker {
 	b.Helper()
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)

@@ -184,9 +184,9 @@ func TestLiveEntriesKeepTheirOrderWithinASecond(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s %s %s", e.Time.Format("05.000000"), e.Name, e.Type))
 	}
 	want := []string{
-		"05.000000 web gate",       // more than a second before the latest: left alone
-		"07.000000 other gate",     // another workload's
-		"07.100000 web restart",    // precise
+		"05.000000 web gate",    // more than a second before the latest: left alone
+		"07.000000 other gate",  // another workload's
+		"07.100000 web restart", // precise
 		"07.531000 web change",
 		"07.531001 web gate",
 		"07.531002 web request",

@@ -40,7 +40,7 @@ const observationHashLen = 16
 func ObservationName(kind, sourceName string) string {
 	k := cleanKind(kind)
 	short := k + "-" + sourceName
-	if len(validation.IsDNS1123Subdomain(short)) == 0 {
+	if isDNS1123Subdomain(short) {
 		return short
 	}
 
@@ -107,4 +107,26 @@ func cleanName(name string) string {
 // pairs never share a record even when names contain dots.
 func ConsumerObservationName(sourceKind, sourceName string, consumerKind TargetKind, consumerName string) string {
 	return ObservationName(sourceKind, sourceName+"/"+strings.ToLower(string(consumerKind))+"/"+consumerName)
+}
+
+// isDNS1123Subdomain reports what len(validation.IsDNS1123Subdomain(s)) == 0
+// does, without the regular expression (the preflight names a record for
+// every dependency of every consumer): at most 253 characters, dot-separated
+// labels of lower-case letters, digits and '-', each starting and ending
+// with a letter or digit.
+func isDNS1123Subdomain(s string) bool {
+	if len(s) == 0 || len(s) > validation.DNS1123SubdomainMaxLength {
+		return false
+	}
+	for label := range strings.SplitSeq(s, ".") {
+		if label == "" || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			if c := label[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }

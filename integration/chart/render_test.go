@@ -52,7 +52,9 @@ func TestChartLints(t *testing.T) {
 func TestTemplatesReferenceOnlyDefinedValues(t *testing.T) {
 	for _, sets := range [][]string{nil, allOn, allOff, {"metrics.serviceMonitor.enabled=true"},
 		{"metrics.serviceMonitor.enabled=true", "metrics.secure=false"},
-		{"metrics.certSecret=kick-metrics-tls", "metrics.readerServiceAccounts[0].name=prometheus", "metrics.readerServiceAccounts[0].namespace=monitoring"}} {
+		{"metrics.certSecret=kick-metrics-tls", "metrics.readerServiceAccounts[0].name=prometheus", "metrics.readerServiceAccounts[0].namespace=monitoring"},
+		{"preflight.enabled=true"}, {"preflight.enabled=true", "preflight.certManager.enabled=true"},
+		{"preflight.enabled=true", "preflight.certManager.enabled=true", "preflight.certManager.issuerRef.name=corp-ca"}} {
 		if _, err := renderWith(t, engine.Engine{Strict: true}, "kick", "kick-system", sets...); err != nil {
 			t.Errorf("strict render with %v: %v", sets, err)
 		}

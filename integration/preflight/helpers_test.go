@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 
 // webhook is a preflight ValidatingWebhookConfiguration for one test: it
 // covers only the test's namespace and calls url.
-func webhookConfig(t *testing.T, env *cluster.Env, name, ns, url string) {
+func webhookConfig(t testing.TB, env *cluster.Env, name, ns, url string) {
 	t.Helper()
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -63,7 +63,7 @@ func webhookConfig(t *testing.T, env *cluster.Env, name, ns, url string) {
 }
 
 // caBundle returns the caBundle of the configuration (empty while unset).
-func caBundle(t *testing.T, env *cluster.Env, name string) []byte {
+func caBundle(t testing.TB, env *cluster.Env, name string) []byte {
 	t.Helper()
 	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
 	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &vwc); err != nil {

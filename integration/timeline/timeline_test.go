@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/integration/browser"
 	"github.com/kick-operator/kick/integration/cluster"
 	"github.com/kick-operator/kick/integration/fixture"
 	"github.com/kick-operator/kick/sinks/timeline"
@@ -64,52 +66,76 @@ func types(es []entry.Entry) string {
 }
 
 // waitCycle waits until the timeline of web shows a change of Secret db,
-// then a restart, then a completion, and returns it.
-func waitCycle(t *testing.T, addr, ns string) timeline.WorkloadTimeline {
+// then (when gated) the schedule gate holding the restart back, then a
+// restart, then a completion, and returns it.
+func waitCycle(t *testing.T, addr, ns string, gated bool) timeline.WorkloadTimeline {
 	t.Helper()
 	var tl timeline.WorkloadTimeline
 	url := fmt.Sprintf("http://%s/timeline?namespace=%s&kind=Deployment&name=web", addr, ns)
-	cluster.Eventually(t, 60*time.Second, "the timeline of web to show change, restart and completion", func() (bool, error) {
+	cluster.Eventually(t, 60*time.Second, "the timeline of web to show change, gate, restart and completion", func() (bool, error) {
 		tl = timeline.WorkloadTimeline{}
 		code, body, err := getJSON(url, "", &tl)
 		if err != nil || code != http.StatusOK {
 			return false, fmt.Errorf("%d %v %s", code, err, body)
 		}
-		change, restart, done := -1, -1, -1
+		change, gate, restart, done := -1, -1, -1, -1
 		for i, e := range tl.Entries {
 			switch {
 			case e.Type == entry.Change && e.Source == "Secret db" && change < 0:
 				change = i
+			case e.Type == entry.Gate && e.Stage == "Schedule" && change >= 0 && gate < 0:
+				gate = i
 			case e.Type == entry.Restart && restart < 0:
 				restart = i
 			case e.Type == entry.Completion:
 				done = i
 			}
 		}
-		return change >= 0 && change < restart && restart < done, fmt.Errorf("entries: %s", types(tl.Entries))
+		held := !gated || change < gate && gate < restart
+		var detail []string
+		for _, e := range tl.Entries {
+			detail = append(detail, fmt.Sprintf("%s %s %s/%s %q", e.Time.Format("15:04:05.000"), e.Type, e.Stage, e.Reason, e.Summary))
+		}
+		return change >= 0 && held && change < restart && restart < done, fmt.Errorf("entries:\n%s", strings.Join(detail, "\n"))
 	})
 	return tl
 }
 
-// TestSecretChangeOnTheTimeline: after a Secret change, the JSON API, the
-// overview in headless Chromium (change marker left of the restart
-// marker) and kubectl kick timeline all show the cycle; a restarted
-// manager rebuilds it from KICK's objects.
+// TestSecretChangeOnTheTimeline: a Secret change whose restart a Deny
+// window holds back until the window is lifted, then a ConfigMap change of
+// a workload deployed after that, restarted at once. The JSON API, the overview in headless Chromium
+// (change, gate and restart markers left to right) and kubectl kick
+// timeline all show the cycle; a restarted manager rebuilds it from KICK's
+// objects. The overview's screenshot is the one in
+// docs/operations/timeline.md.
 func TestSecretChangeOnTheTimeline(t *testing.T) {
-	chromium := requireChromium(t)
+	browser.Chromium(t) // fail early without it
 	f := fixture.Setup(t)
-	f.Policy("all", selectAll)
+	// A Deny window from a few minutes ago for two hours: KICK holds
+	// restarts back until the schedule is lifted below.
+	start := time.Now().UTC().Add(-5 * time.Minute).Truncate(time.Minute)
+	f.Policy("all", fmt.Sprintf(`%s
+schedule:
+  windows:
+  - {type: Deny, cron: "%d %d * * *", duration: 2h}
+`, selectAll, start.Minute(), start.Hour()))
 	f.WebWithSecret()
+	f.SetSecret("db", map[string]string{"password": "bravo"})
+	f.WaitPhase("deployment-web", kickv1alpha1.PhaseWaitingForGate, 60*time.Second)
+	// Pacing only, so the wait is wide enough to read on the screenshot;
+	// the test waits on phases, not on this.
+	time.Sleep(4 * time.Second)
+	f.PatchPolicy("all", `{"spec":{"schedule":null}}`)
+	f.WaitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 90*time.Second)
 	f.ConfigMap("settings", map[string]string{"mode": "a"})
 	f.Deployment("worker", 1, corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox",
 		EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}}}}})
 	f.WaitAvailable("worker")
-	f.SetSecret("db", map[string]string{"password": "bravo"})
-	f.WaitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 90*time.Second)
+	time.Sleep(time.Second) // pacing only: the worker's change apart from its creation on the screenshot
 	f.SetConfigMap("settings", map[string]string{"mode": "b"})
 	f.WaitPhase("deployment-worker", kickv1alpha1.PhaseSucceeded, 90*time.Second)
 
-	tl := waitCycle(t, f.Mgr.Timeline(), f.NS)
+	tl := waitCycle(t, f.Mgr.Timeline(), f.NS, true)
 	for _, e := range tl.Entries {
 		if strings.Contains(e.Summary+e.Message+e.Note, "bravo") || strings.Contains(e.Summary+e.Message+e.Note, "password") {
 			t.Fatalf("an entry carries Secret data or a key name: %+v", e)
@@ -121,13 +147,13 @@ func TestSecretChangeOnTheTimeline(t *testing.T) {
 		}
 	}
 
-	browse(t, chromium, f.Mgr.Timeline(), f.NS)
+	browse(t, f.Mgr.Timeline(), f.NS)
 
 	// A new manager rebuilds the cycle from the KickRequest, the
 	// SourceObservation and the Events.
 	f.Mgr.Kill()
 	m2 := f.Env.StartManager(t, fixture.ManagerNamespace)
-	rebuilt := waitCycle(t, m2.Timeline(), f.NS)
+	rebuilt := waitCycle(t, m2.Timeline(), f.NS, false)
 	t.Logf("rebuilt timeline: %s", types(rebuilt.Entries))
 
 	// kubectl kick timeline tells the same story through the API server.
@@ -155,31 +181,31 @@ func TestSecretChangeOnTheTimeline(t *testing.T) {
 	}
 }
 
-// requireChromium finds Debian's chromium; the browser test fails (never
-// skips) without it.
-func requireChromium(t *testing.T) string {
+// browse opens the overview of the namespace's entries (from a second
+// before the first to a second after the last) in headless Chromium, waits
+// for web's lane with its change, gate and restart markers, checks they
+// are drawn left to right with a waiting band, opens the workload's detail
+// and saves screenshots.
+func browse(t *testing.T, addr, ns string) {
 	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
+	ctx, cancel := context.WithTimeout(browser.New(t, 1280, 640), 90*time.Second)
+	defer cancel()
+	var o timeline.Overview
+	if code, body, err := getJSON(fmt.Sprintf("http://%s/timeline/overview", addr), "", &o); err != nil || code != http.StatusOK {
+		t.Fatalf("overview: %d %v %s", code, err, body)
+	}
+	var first, last time.Time
+	for _, l := range o.Lanes {
+		for _, e := range l.Entries {
+			if l.Namespace == ns && (first.IsZero() || e.Time.Before(first)) {
+				first = e.Time
+			}
+			if l.Namespace == ns && e.Time.After(last) {
+				last = e.Time
+			}
 		}
 	}
-	t.Fatal("chromium is not installed: the timeline's browser test needs headless Chromium (Debian: apt-get install -y chromium)")
-	return ""
-}
-
-// browse opens the overview in headless Chromium, waits for web's lane with
-// its change and restart markers, checks the change is drawn left of the
-// restart, opens the workload's detail and saves a screenshot.
-func browse(t *testing.T, chromium, addr, ns string) {
-	t.Helper()
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.WindowSize(1500, 900))...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
+	span := url.Values{"filter": {ns}, "from": {first.Add(-time.Second).Format(time.RFC3339Nano)}, "to": {last.Add(time.Second).Format(time.RFC3339Nano)}}
 
 	lane := fmt.Sprintf(`[data-lane="%s/Deployment/web"]`, ns)
 	fail := func(what string, err error) {
@@ -187,22 +213,32 @@ func browse(t *testing.T, chromium, addr, ns string) {
 		t.Fatalf("browser: %s: %v\npage:\n%.4000s", what, err, html)
 	}
 	if err := chromedp.Do(ctx,
-		chromedp.Navigate(fmt.Sprintf("http://%s/timeline/ui?range=all&filter=%s", addr, ns)),
+		chromedp.Navigate(fmt.Sprintf("http://%s/timeline/ui?%s", addr, span.Encode())),
 		chromedp.WaitVisible(chromedp.CSS(lane+` [data-type="restart"]`)),
+		chromedp.WaitVisible(chromedp.CSS(lane+` [data-type="gate"]`)),
 		chromedp.WaitVisible(chromedp.CSS(lane+` [data-type="change"]`)),
 	); err != nil {
-		fail("web's lane with change and restart markers", err)
+		fail("web's lane with change, gate and restart markers", err)
 	}
 	xs, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](fmt.Sprintf(`(() => {
 		const lane = document.querySelector(%q);
-		const x = (t) => { const r = lane.querySelector('[data-type="' + t + '"]').getBoundingClientRect(); return r.left + r.width / 2; };
-		return [x("change"), x("restart")];
+		// The first marker of type t at or after time since.
+		const first = (t, since) => [...lane.querySelectorAll('[data-type="' + t + '"]')].find((m) => Date.parse(m.dataset.time) >= since);
+		const x = (m) => { const r = m.getBoundingClientRect(); return r.left + r.width / 2; };
+		const change = first("change", 0), at = Date.parse(change.dataset.time);
+		return [x(change), x(first("gate", at)), x(first("restart", at))];
 	})()`, lane)))
 	if err != nil {
 		fail("marker positions", err)
 	}
-	if len(xs) != 2 || !(xs[0] < xs[1]) {
-		t.Fatalf("change marker at x=%v is not left of the restart marker", xs)
+	// The gate closes within milliseconds of the change: the same pixel,
+	// give or take rounding.
+	if len(xs) != 3 || !(xs[0] <= xs[1]+0.5 && xs[1] < xs[2]) {
+		t.Fatalf("markers change, gate, restart at x=%v: not left to right", xs)
+	}
+	waiting, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll(%q).length`, lane+` .band.s-waiting`)))
+	if err != nil || waiting == 0 {
+		t.Fatalf("web's lane shows no waiting band: %v", err)
 	}
 	log, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#log")))
 	if err != nil || !strings.Contains(log, "Secret db changed") {
@@ -233,8 +269,9 @@ func browse(t *testing.T, chromium, addr, ns string) {
 }
 
 // saveScreenshot keeps a screenshot in the test's artifact directory and,
-// when KICK_TIMELINE_SCREENSHOTS names a directory (make docs-screenshots
-// uses docs/images), there too.
+// when KICK_TIMELINE_SCREENSHOTS names a directory, there too
+// (KICK_TIMELINE_SCREENSHOTS=$PWD/docs/images updates the pictures of
+// docs/operations/timeline.md).
 func saveScreenshot(t *testing.T, name string, png []byte) {
 	t.Helper()
 	dirs := []string{t.ArtifactDir()}

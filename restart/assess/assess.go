@@ -110,6 +110,9 @@ func Assess(f Facts) Assessment {
 	p := a.Selection.Policy
 
 	var unknown string
+	if len(f.Dependencies) > 0 {
+		a.Dependencies = make([]DependencyResult, 0, len(f.Dependencies))
+	}
 	for _, d := range f.Dependencies {
 		dr := describe(d, p)
 		a.Dependencies = append(a.Dependencies, dr)
@@ -158,6 +161,10 @@ func Assess(f Facts) Assessment {
 	a.Summary = summarize(&a)
 	return a
 }
+
+// Select is the policy selection Assess(f) makes, without the rest of the
+// assessment: callers ask the GitOps gate about the selected policy first.
+func Select(f Facts) Selection { return selectPolicy(f) }
 
 // selectPolicy finds the one policy whose workloadSelector matches.
 func selectPolicy(f Facts) Selection {

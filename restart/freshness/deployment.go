@@ -18,6 +18,7 @@ package freshness
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -143,9 +144,8 @@ func controlledBy(obj metav1.Object, uid types.UID) bool {
 // that Semantic would compare exactly, and across a revision history they
 // usually differ (a restart stamp, a new image), which rejects most
 // candidates without the reflective comparison. The rest of the metadata
-// and the pod spec go through apiequality.Semantic, by pointer and on a
-// metadata copy, so no cached object is modified and no whole template is
-// copied.
+// and the pod spec go through semanticEqual, by pointer and on a metadata
+// copy, so no cached object is modified and no whole template is copied.
 func sameTemplate(rsTmpl, dTmpl *corev1.PodTemplateSpec) bool {
 	if !labelsEqualIgnoringHash(rsTmpl.Labels, dTmpl.Labels) ||
 		!stringMapsEqual(rsTmpl.Annotations, dTmpl.Annotations) ||
@@ -156,8 +156,18 @@ func sameTemplate(rsTmpl, dTmpl *corev1.PodTemplateSpec) bool {
 	am, bm := rsTmpl.ObjectMeta, dTmpl.ObjectMeta
 	am.Labels, bm.Labels = nil, nil
 	am.Annotations, bm.Annotations = nil, nil
-	return apiequality.Semantic.DeepEqual(&am, &bm) &&
-		apiequality.Semantic.DeepEqual(&rsTmpl.Spec, &dTmpl.Spec)
+	return semanticEqual(&am, &bm) && semanticEqual(&rsTmpl.Spec, &dTmpl.Spec)
+}
+
+// semanticEqual is apiequality.Semantic.DeepEqual, trying reflect.DeepEqual
+// first: what is equal field by field is semantically equal too, and the
+// plain comparison does without Semantic's per-value lookup of custom
+// equality functions, several times faster on a pod spec. The current
+// ReplicaSet's template is a decoded copy of the Deployment's, so the fast
+// answer is the usual one; anything else (a quantity spelt differently,
+// nil against empty) still gets Semantic's answer.
+func semanticEqual(a, b any) bool {
+	return reflect.DeepEqual(a, b) || apiequality.Semantic.DeepEqual(a, b)
 }
 
 // sameImages reports whether two container lists have the same length and

@@ -29,6 +29,12 @@ const (
 	MaxWarnings = 5
 	// MaxAudit bounds each audit annotation value, in bytes.
 	MaxAudit = 8192
+	// MaxAssessed is how many consumers of one source are assessed (in
+	// deny mode: all of them). The audit annotation has room for fewer
+	// sentences than that; beyond it the answer names the rest without
+	// assessing them, so a Secret that a thousand workloads consume is
+	// answered in about the time of two hundred.
+	MaxAssessed = 200
 	// Prefix starts every warning.
 	Prefix = "kick: "
 )
@@ -51,6 +57,9 @@ type Input struct {
 	// Consumers are the workloads consuming the source, sorted; on create
 	// and update each carries its assessment as if the write had happened.
 	Consumers []Consumer
+	// NotAssessed are the consumers after the first MaxAssessed, named
+	// only (create and update).
+	NotAssessed []Consumer
 	// CannotAssess, when set, says why no answer could be given (cache not
 	// ready, budget exceeded); it overrides everything else.
 	CannotAssess string
@@ -97,15 +106,15 @@ func Compose(in Input) Answer {
 			Audit: map[string]string{AuditDecision: "CannotAssess"}}
 	}
 	outcomes := Outcomes(in)
-	if len(outcomes) == 0 {
+	if len(outcomes) == 0 && len(in.NotAssessed) == 0 {
 		return Answer{}
 	}
-	a := Answer{Audit: map[string]string{AuditDecision: decision(in, outcomes), AuditConsumers: auditList(outcomes)}}
+	a := Answer{Audit: map[string]string{AuditDecision: decision(in, outcomes), AuditConsumers: auditList(outcomes, in.NotAssessed)}}
 	if in.Unchanged && in.Operation != Delete {
 		a.Warnings = []string{Prefix + "no restart: data unchanged"}
 		return a
 	}
-	a.Warnings = warnings(outcomes)
+	a.Warnings = warnings(outcomes, len(in.NotAssessed))
 	if in.DenyInDenyWindows && in.Operation == Update && in.Kind == "Secret" {
 		for _, o := range outcomes {
 			if o.DenyWindow {
@@ -130,6 +139,9 @@ func decision(in Input, outcomes []Outcome) string {
 		if o.Restart {
 			return "Restart"
 		}
+	}
+	if len(in.NotAssessed) > 0 {
+		return "NotAllAssessed"
 	}
 	return "NoRestart"
 }
@@ -284,40 +296,55 @@ func When(t time.Time) string {
 }
 
 // warnings lists the outcomes, one warning each, summarising the rest
-// beyond MaxWarnings.
-func warnings(outcomes []Outcome) []string {
+// (and the consumers not assessed) beyond MaxWarnings.
+func warnings(outcomes []Outcome, notAssessed int) []string {
 	n := len(outcomes)
 	shown := n
-	if n > MaxWarnings {
+	if n > MaxWarnings || notAssessed > 0 && n >= MaxWarnings {
 		shown = MaxWarnings - 1
 	}
 	w := make([]string, 0, shown+1)
 	for _, o := range outcomes[:shown] {
 		w = append(w, Cap(Prefix+o.Text))
 	}
-	if shown < n {
-		restarts := 0
-		for _, o := range outcomes[shown:] {
-			if o.Restart {
-				restarts++
-			}
+	restarts := 0
+	for _, o := range outcomes[shown:] {
+		if o.Restart {
+			restarts++
 		}
-		w = append(w, Cap(fmt.Sprintf("%s… and %d more (%d of them restart; the audit annotation lists all)", Prefix, n-shown, restarts)))
+	}
+	switch more := n - shown; {
+	case more > 0 && notAssessed > 0:
+		w = append(w, Cap(fmt.Sprintf("%s… and %d more (%d of them restart) and %d not assessed (over %d consumers); see the audit annotation",
+			Prefix, more, restarts, notAssessed, MaxAssessed)))
+	case more > 0:
+		w = append(w, Cap(fmt.Sprintf("%s… and %d more (%d of them restart; see the audit annotation)", Prefix, more, restarts)))
+	case notAssessed > 0:
+		w = append(w, Cap(fmt.Sprintf("%s… and %d more consumers, not assessed (over %d); see the audit annotation", Prefix, notAssessed, MaxAssessed)))
 	}
 	return w
 }
 
-// auditList is every outcome, "deployment/web: restarts … ; …", bounded
-// by MaxAudit.
-func auditList(outcomes []Outcome) string {
+// auditList is every outcome, "deployment/web: restarts … ; …", then the
+// consumers not assessed by name, bounded by MaxAudit.
+func auditList(outcomes []Outcome, notAssessed []Consumer) string {
 	var b strings.Builder
-	for i, o := range outcomes {
-		entry := o.Text
+	entries := len(outcomes) + len(notAssessed)
+	for i := range entries {
+		var entry string
+		switch {
+		case i < len(outcomes):
+			entry = outcomes[i].Text
+		case i == len(outcomes):
+			entry = "not assessed: " + notAssessed[0].Ref()
+		default:
+			entry = notAssessed[i-len(outcomes)].Ref()
+		}
 		if i > 0 {
 			entry = "; " + entry
 		}
 		if b.Len()+len(entry) > MaxAudit-40 {
-			fmt.Fprintf(&b, "; … and %d more", len(outcomes)-i)
+			fmt.Fprintf(&b, "; … and %d more", entries-i)
 			break
 		}
 		b.WriteString(entry)

@@ -159,6 +159,35 @@ func TestManyConsumersAreSummarised(t *testing.T) {
 	}
 }
 
+func TestConsumersBeyondMaxAssessedAreNamed(t *testing.T) {
+	var consumers, rest []Consumer
+	for i := range 6 {
+		consumers = append(consumers, assessed(fmt.Sprintf("web-%02d", i)))
+	}
+	for i := range 3 {
+		rest = append(rest, Consumer{Kind: kickv1alpha1.TargetStatefulSet, Name: fmt.Sprintf("db-%d", i)})
+	}
+	a := Compose(Input{Operation: Update, Kind: "Secret", Consumers: consumers, NotAssessed: rest})
+	want := "kick: … and 2 more (2 of them restart) and 3 not assessed (over 200 consumers); see the audit annotation"
+	if len(a.Warnings) != MaxWarnings || a.Warnings[MaxWarnings-1] != want {
+		t.Errorf("warnings %q, want the last to be %q", a.Warnings, want)
+	}
+	if got := a.Audit[AuditConsumers]; !strings.HasSuffix(got, "restarts deployment/web-05 now (policy default); not assessed: statefulset/db-0; statefulset/db-1; statefulset/db-2") {
+		t.Errorf("audit annotation %q", got)
+	}
+	if a.Audit[AuditDecision] != "Restart" {
+		t.Errorf("decision %q", a.Audit[AuditDecision])
+	}
+	// None assessed restarts: the decision says some were not assessed.
+	a = Compose(Input{Operation: Update, Kind: "Secret", NotAssessed: rest})
+	if want := "kick: … and 3 more consumers, not assessed (over 200); see the audit annotation"; len(a.Warnings) != 1 || a.Warnings[0] != want {
+		t.Errorf("warnings %q, want %q", a.Warnings, want)
+	}
+	if a.Audit[AuditDecision] != "NotAllAssessed" {
+		t.Errorf("decision %q", a.Audit[AuditDecision])
+	}
+}
+
 func TestLengthCap(t *testing.T) {
 	long := strings.Repeat("ä", 240)
 	a := Compose(Input{Operation: Update, Kind: "Secret", Consumers: []Consumer{assessed(long)}})

@@ -17,16 +17,10 @@ import (
 	"github.com/kick-operator/kick/restart/workload"
 )
 
-// Facts is facts for other callers that assess from the manager's caches
-// (the admission preflight): the same reads, so the same answer.
-func Facts(ctx context.Context, c client.Reader, csi bool, h workload.Handle, now time.Time) (assess.Facts, error) {
-	return facts(ctx, c, csi, h, now)
-}
-
 // Decide assesses f, first asking the GitOps gate about target when a
 // policy selects it: the assessment the request reconciler acts on.
 func Decide(ctx context.Context, g gitops.Gate, target client.Object, f assess.Facts) assess.Assessment {
-	if sel := assess.Assess(f).Selection; sel.Policy != nil {
+	if sel := assess.Select(f); sel.Policy != nil {
 		d := g.Decide(ctx, target, sel.Policy, f.Now)
 		f.GitOps = &d
 	}
@@ -39,45 +33,103 @@ func Decide(ctx context.Context, g gitops.Gate, target client.Object, f assess.F
 // handle restarts. Any read error is returned, so the caller retries rather
 // than deciding on part of the facts.
 func facts(ctx context.Context, c client.Reader, csi bool, h workload.Handle, now time.Time) (assess.Facts, error) {
+	b, err := NewBatch(ctx, c, csi, h.Target.GetNamespace(), now)
+	if err != nil {
+		return assess.Facts{Now: now}, err
+	}
+	return b.Facts(ctx, h)
+}
+
+// Batch gathers the facts of many workloads of one namespace at one
+// instant (the admission preflight's consumers of the source being
+// written) with the reads of facts, sharing what they have in common: the
+// namespace's policies are listed once, and the written source's facts are
+// supplied instead of read.
+type Batch struct {
+	c        client.Reader
+	csi      bool
+	now      time.Time
+	policies []kickv1alpha1.KickPolicy
+	labels   bool
+	override *Override
+}
+
+// Override is a source's facts as they will be once a write is stored.
+type Override struct {
+	Kind, Name string
+	Labels     map[string]string
+	// Record is the observation record the observer will write for it.
+	Record *kickv1alpha1.SourceObservationSpec
+}
+
+// NewBatch lists the namespace's policies.
+func NewBatch(ctx context.Context, c client.Reader, csi bool, namespace string, now time.Time) (*Batch, error) {
+	var policies kickv1alpha1.KickPolicyList
+	if err := c.List(ctx, &policies, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	return &Batch{c: c, csi: csi, now: now, policies: policies.Items,
+		labels: selectsDependencies(policies.Items)}, nil
+}
+
+// Policies are the namespace's KickPolicies.
+func (b *Batch) Policies() []kickv1alpha1.KickPolicy { return b.policies }
+
+// Override makes every later Facts report o instead of reading the source
+// and its record.
+func (b *Batch) Override(o Override) { b.override = &o }
+
+// Facts gathers the facts of the workload h restarts.
+func (b *Batch) Facts(ctx context.Context, h workload.Handle) (assess.Facts, error) {
 	target := h.Target
 	f := assess.Facts{
-		Now: now,
+		Now: b.now,
 		Target: assess.Target{
 			Kind: workload.KindOf(target), Namespace: target.GetNamespace(), Name: target.GetName(), Labels: target.GetLabels(),
 		},
+		Policies: b.policies,
 	}
 	if stamp, ok := h.Current(); ok {
 		f.Target.RestartedAt = stamp
 	}
-	var policies kickv1alpha1.KickPolicyList
-	if err := c.List(ctx, &policies, client.InNamespace(target.GetNamespace())); err != nil {
-		return f, err
+	deps := discovery.FromWorkload(target)
+	if len(deps) > 0 {
+		f.Dependencies = make([]assess.Dependency, 0, len(deps))
 	}
-	f.Policies = policies.Items
-	labels := selectsDependencies(policies.Items)
-	for _, dep := range discovery.FromWorkload(target) {
+	// One read buffer for every record, and one array holding their specs.
+	var rec kickv1alpha1.SourceObservation
+	specs := make([]kickv1alpha1.SourceObservationSpec, 0, len(deps))
+	for _, dep := range deps {
 		d := assess.Dependency{Kind: dep.Kind, Name: dep.Name}
 		record := kickv1alpha1.ObservationName(dep.Kind, dep.Name)
 		switch dep.Kind {
 		case string(kickv1alpha1.SourceSecret), string(kickv1alpha1.SourceConfigMap):
 			d.Counted = true
 		case string(kickv1alpha1.SourceSecretProviderClass):
-			d.Counted = csi
+			d.Counted = b.csi
 			record = kickv1alpha1.ConsumerObservationName(dep.Kind, dep.Name, workload.KindOf(target), target.GetName())
 		}
-		if d.Counted {
-			if err := readRecord(ctx, c, target.GetNamespace(), record, &d); err != nil {
+		switch o := b.override; {
+		case o != nil && d.Counted && dep.Kind == o.Kind && dep.Name == o.Name:
+			d.Record, d.Labels = o.Record, o.Labels
+		case d.Counted:
+			found, err := readRecord(ctx, b.c, target.GetNamespace(), record, &rec)
+			if err != nil {
 				return f, err
 			}
-			if labels && d.Record != nil {
-				if err := readLabels(ctx, c, target.GetNamespace(), dep, &d); err != nil {
+			if found {
+				specs = append(specs, rec.Spec) // within capacity: earlier pointers stay valid
+				d.Record = &specs[len(specs)-1]
+			}
+			if b.labels && d.Record != nil {
+				if err := readLabels(ctx, b.c, target.GetNamespace(), dep, &d); err != nil {
 					return f, err
 				}
 			}
 		}
 		f.Dependencies = append(f.Dependencies, d)
 	}
-	rollout, err := h.Inspect(ctx, c)
+	rollout, err := h.Inspect(ctx, b.c)
 	if err != nil {
 		return f, err
 	}
@@ -96,16 +148,18 @@ func selectsDependencies(policies []kickv1alpha1.KickPolicy) bool {
 	return false
 }
 
-func readRecord(ctx context.Context, c client.Reader, namespace, name string, d *assess.Dependency) error {
-	var rec kickv1alpha1.SourceObservation
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &rec); err != nil {
+// readRecord reads a dependency's observation record into rec, reporting
+// whether there is one. rec shares its maps and pointers with the cache's
+// object (a copy per dependency cost the preflight most of its time):
+// facts are read, never modified.
+func readRecord(ctx context.Context, c client.Reader, namespace, name string, rec *kickv1alpha1.SourceObservation) (bool, error) {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, rec, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil
+			return false, nil
 		}
-		return fmt.Errorf("read observation record %s/%s: %w", namespace, name, err)
+		return false, fmt.Errorf("read observation record %s/%s: %w", namespace, name, err)
 	}
-	d.Record = &rec.Spec
-	return nil
+	return true, nil
 }
 
 // readLabels reads a source's labels, metadata only, as the manager caches

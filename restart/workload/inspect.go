@@ -25,10 +25,12 @@ func RegisterIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 }
 
 // ControlledReplicaSets returns the ReplicaSets controlled by owner, read
-// through OwnerIndex.
+// through OwnerIndex. They are the cache's own objects (not copies, which
+// cost more than the inspection): read them, never modify them.
 func ControlledReplicaSets(ctx context.Context, c client.Reader, owner client.Object) ([]appsv1.ReplicaSet, error) {
 	var rss appsv1.ReplicaSetList
-	if err := c.List(ctx, &rss, client.InNamespace(owner.GetNamespace()), client.MatchingFields{OwnerIndex: string(owner.GetUID())}); err != nil {
+	if err := c.List(ctx, &rss, client.InNamespace(owner.GetNamespace()), client.MatchingFields{OwnerIndex: string(owner.GetUID())},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list ReplicaSets of %s/%s: %w", owner.GetNamespace(), owner.GetName(), err)
 	}
 	return rss.Items, nil

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"runtime"
 	"testing"
 	"time"
 
@@ -43,23 +42,9 @@ func synthetic(n, workloads int, start time.Time) []router.Event {
 // (goal: about 20 MB at most), reported as MB/history, and the time to
 // record them.
 func BenchmarkHistory50k(b *testing.B) {
-	evs := synthetic(50000, 1000, time.Now().Add(-4*time.Hour))
 	var heap float64
 	for b.Loop() {
-		runtime.GC()
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		h := NewHistory(50000, 24*time.Hour)
-		for _, ev := range evs {
-			h.Add(FromRouter(ev)...)
-		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		heap = float64(after.HeapAlloc-before.HeapAlloc) / 1e6
-		if h.Len() != 50000 {
-			b.Fatalf("history holds %d", h.Len())
-		}
-		runtime.KeepAlive(h)
+		heap = historyHeap(b, 50000)
 	}
 	b.ReportMetric(heap, "MB/history")
 }

@@ -3,8 +3,10 @@ package timeline
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -149,5 +151,47 @@ func TestFromRouterGate(t *testing.T) {
 		Reason: "OutsideSchedule", Message: "outside", Time: time.Now()})
 	if len(es) != 1 || es[0].Type != entry.Gate || es[0].Key() != "a/Deployment/web" || !strings.Contains(es[0].Summary, "Schedule") {
 		t.Fatalf("entries = %+v", es)
+	}
+}
+
+// TestLiveEntriesKeepTheirOrderWithinASecond: a gate decision and a request
+// creation stored to the whole second, recorded after the change that
+// caused them, come after it on the timeline; an entry of another workload,
+// one more than a second older and a precise one keep their times; the
+// gate still counts once when rebuilt from the request.
+func TestLiveEntriesKeepTheirOrderWithinASecond(t *testing.T) {
+	second := time.Date(2026, 12, 1, 12, 0, 7, 0, time.UTC)
+	web := router.ObjectRef{Kind: "Deployment", Namespace: "a", Name: "web"}
+	other := router.ObjectRef{Kind: "Deployment", Namespace: "a", Name: "other"}
+	req := router.RequestRef{Namespace: "a", Name: "deployment-web"}
+	gate := router.GateChanged{Request: req, Target: web, Stage: "Schedule", Reason: "OutsideSchedule", Time: second}
+	h := NewHistory(100, 0)
+	var seq arrival
+	for _, ev := range []router.Event{
+		router.SourceChanged{Source: router.ObjectRef{Kind: "Secret", Namespace: "a", Name: "db"}, Class: router.ClassRelevant,
+			ChangeTime: second.Add(531 * time.Millisecond), Consumers: []router.ObjectRef{web}},
+		gate,
+		router.PhaseChanged{Request: req, To: "WaitingForGate", Target: web, Time: second},
+		router.GateChanged{Request: req, Target: other, Stage: "Schedule", Reason: "OutsideSchedule", Time: second},
+		router.GateChanged{Request: req, Target: web, Stage: "Schedule", Reason: "Allowed", Allowed: true, Time: second.Add(-2 * time.Second)},
+		router.PhaseChanged{Request: req, From: "WaitingForGate", To: "Executing", Target: web, Time: second.Add(100 * time.Millisecond)},
+	} {
+		h.Add(seq.order(FromRouter(ev))...)
+	}
+	h.Add(FromRouter(gate)...) // the same decision again, as a rebuild would add it
+	var got []string
+	for _, e := range h.Select(nil) {
+		got = append(got, fmt.Sprintf("%s %s %s", e.Time.Format("05.000000"), e.Name, e.Type))
+	}
+	want := []string{
+		"05.000000 web gate",    // more than a second before the latest: left alone
+		"07.000000 other gate",  // another workload's
+		"07.100000 web restart", // precise
+		"07.531000 web change",
+		"07.531001 web gate",
+		"07.531002 web request",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("timeline:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -2,6 +2,7 @@ package timeline
 
 import (
 	"context"
+	"time"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/router"
@@ -20,7 +21,48 @@ func Subscribe(rt *router.Router, capacity int) (*router.Subscription, error) {
 
 // Record adds the entries of ev to h until sub is closed or ctx ends.
 func Record(ctx context.Context, sub *router.Subscription, h *History) error {
-	return sub.Run(ctx, func(_ context.Context, ev router.Event) { h.Add(FromRouter(ev)...) })
+	var seq arrival
+	return sub.Run(ctx, func(_ context.Context, ev router.Event) { h.Add(seq.order(FromRouter(ev))...) })
+}
+
+// arrival keeps live entries in the order they happened where their times
+// cannot tell it. A gate decision or a request's creation is stored to the
+// whole second, so the gate that a change at 12:00:07.531 closed would read
+// 12:00:07.000, before the change. An entry stamped to the whole second is
+// therefore shown a microsecond after the latest entry recorded before it
+// for the same workload within that second (its ID keeps the stored time,
+// so a rebuilt copy of it still counts once).
+type arrival struct {
+	last map[string]time.Time
+}
+
+// maxArrivals bounds the workloads arrival remembers; beyond it, those
+// whose latest entry is over a second older than the newest are forgotten.
+const maxArrivals = 10000
+
+func (a *arrival) order(es []entry.Entry) []entry.Entry {
+	if a.last == nil {
+		a.last = map[string]time.Time{}
+	}
+	for i := range es {
+		e := &es[i]
+		k := e.Key()
+		last, seen := a.last[k]
+		if seen && e.Time.Nanosecond() == 0 && !last.Before(e.Time) && last.Sub(e.Time) < time.Second {
+			e.Time = last.Add(time.Microsecond)
+		}
+		if !seen || e.Time.After(last) {
+			a.last[k] = e.Time
+		}
+	}
+	if len(a.last) > maxArrivals && len(es) > 0 {
+		for k, t := range a.last {
+			if es[0].Time.Sub(t) > time.Second {
+				delete(a.last, k)
+			}
+		}
+	}
+	return es
 }
 
 // FromRouter turns a router event into entries: a source change once per

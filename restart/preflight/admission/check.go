@@ -81,12 +81,10 @@ func (c *Checker) input(ctx context.Context, op preflight.Operation, obj client.
 	if kind == "" {
 		return in, nil
 	}
-	var policies kickv1alpha1.KickPolicyList
-	if err := c.Client.List(ctx, &policies, client.InNamespace(obj.GetNamespace())); err != nil {
-		return in, err
-	}
-	if len(policies.Items) == 0 {
-		return in, nil // not a namespace KICK manages
+	now := c.now()
+	batch, err := request.NewBatch(ctx, c.Client, c.CSI, obj.GetNamespace(), now)
+	if err != nil || len(batch.Policies()) == 0 {
+		return in, err // no policy: not a namespace KICK manages
 	}
 	workloads, err := c.consumers(ctx, kind, obj)
 	if err != nil || len(workloads) == 0 {
@@ -99,7 +97,6 @@ func (c *Checker) input(ctx context.Context, op preflight.Operation, obj client.
 		return in, nil
 	}
 
-	now := c.now()
 	var rec kickv1alpha1.SourceObservation
 	var current *kickv1alpha1.SourceObservation
 	switch err := c.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: kickv1alpha1.ObservationName(kind, obj.GetName())}, &rec); {
@@ -111,7 +108,6 @@ func (c *Checker) input(ctx context.Context, op preflight.Operation, obj client.
 	// The observer's own comparison and record update, applied to the
 	// written content instead of a later read of it.
 	class := observe.Classify(current, fingerprint, obj.GetResourceVersion(), c.Keys.KeyID())
-	var next *kickv1alpha1.SourceObservationSpec
 	if class == observe.Baseline || class == observe.Relevant {
 		var prev *kickv1alpha1.SourceObservationSpec
 		if current != nil {
@@ -121,11 +117,20 @@ func (c *Checker) input(ctx context.Context, op preflight.Operation, obj client.
 			Source:      kickv1alpha1.ObservedSource{APIVersion: discovery.CoreAPIVersion, Kind: kickv1alpha1.SourceKind(kind), Name: obj.GetName()},
 			Fingerprint: fingerprint, KeyID: c.Keys.KeyID(), ResourceVersion: obj.GetResourceVersion(), LastWrite: now,
 		}, now)
-		next = &spec
+		batch.Override(request.Override{Kind: kind, Name: obj.GetName(), Labels: obj.GetLabels(), Record: &spec})
 	} else {
 		in.Unchanged = true
 	}
 
+	// Beyond MaxAssessed consumers the answer names the rest; deny mode
+	// must know of every Deny window, so it assesses all.
+	if len(workloads) > preflight.MaxAssessed && !c.DenyInDenyWindows {
+		for _, w := range workloads[preflight.MaxAssessed:] {
+			in.NotAssessed = append(in.NotAssessed, preflight.Consumer{Kind: workload.KindOf(w), Name: w.GetName()})
+		}
+		workloads = workloads[:preflight.MaxAssessed]
+	}
+	in.Consumers = make([]preflight.Consumer, 0, len(workloads))
 	for _, w := range workloads {
 		if ctx.Err() != nil {
 			return in, errBudget
@@ -134,18 +139,9 @@ func (c *Checker) input(ctx context.Context, op preflight.Operation, obj client.
 		if err != nil {
 			return in, err
 		}
-		f, err := request.Facts(ctx, c.Client, c.CSI, h, now)
+		f, err := batch.Facts(ctx, h)
 		if err != nil {
 			return in, err
-		}
-		if next != nil {
-			for i := range f.Dependencies {
-				d := &f.Dependencies[i]
-				if d.Kind == kind && d.Name == obj.GetName() {
-					d.Record, d.RecordErr = next, nil
-					d.Labels, d.Missing, d.SourceErr = obj.GetLabels(), false, nil
-				}
-			}
 		}
 		a := request.Decide(ctx, c.GitOps, h.Target, f)
 		in.Consumers = append(in.Consumers, preflight.Consumer{Kind: workload.KindOf(w), Name: w.GetName(), Assessment: &a})
@@ -172,7 +168,8 @@ func (c *Checker) consumers(ctx context.Context, kind string, src client.Object)
 	sel := client.MatchingFields{discovery.SourceIndex: discovery.IndexKey(kind, src.GetName())}
 	for _, wk := range c.Kinds.Kinds() {
 		list := wk.NewList()
-		if err := c.Client.List(ctx, list, client.InNamespace(src.GetNamespace()), sel); err != nil {
+		// Read-only use: no copy of each workload out of the cache.
+		if err := c.Client.List(ctx, list, client.InNamespace(src.GetNamespace()), sel, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, err
 		}
 		if err := meta.EachListItem(list, func(o runtime.Object) error {

@@ -15,7 +15,8 @@ import (
 
 // memReader is a client.Reader over objects held in memory with field
 // indexes, reading like the informer cache does (a deep copy per object
-// returned, an index lookup for MatchingFields), for the benchmark.
+// returned unless the list asks for none, an index lookup for
+// MatchingFields), for the benchmark.
 type memReader struct {
 	scheme  *runtime.Scheme
 	objects map[schema.GroupVersionKind]map[client.ObjectKey]client.Object
@@ -75,7 +76,9 @@ func (m *memReader) add(objs ...client.Object) {
 	}
 }
 
-func (m *memReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+func (m *memReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	var gopts client.GetOptions
+	gopts.ApplyOptions(opts)
 	g, err := m.gvkErr(obj)
 	if err != nil {
 		return err
@@ -84,7 +87,10 @@ func (m *memReader) Get(_ context.Context, key client.ObjectKey, obj client.Obje
 	if !ok {
 		return errors.NewNotFound(schema.GroupResource{Resource: g.Kind}, key.Name)
 	}
-	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(o.DeepCopyObject()).Elem())
+	if gopts.UnsafeDisableDeepCopy == nil || !*gopts.UnsafeDisableDeepCopy {
+		o = o.DeepCopyObject().(client.Object)
+	}
+	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(o).Elem())
 	return nil
 }
 
@@ -96,18 +102,24 @@ func (m *memReader) List(_ context.Context, list client.ObjectList, opts ...clie
 	}
 	g := lg.GroupVersion().WithKind(lg.Kind[:len(lg.Kind)-len("List")])
 	var items []runtime.Object
+	copyOf := func(o client.Object) runtime.Object {
+		if lo.UnsafeDisableDeepCopy != nil && *lo.UnsafeDisableDeepCopy {
+			return o
+		}
+		return o.DeepCopyObject()
+	}
 	if lo.FieldSelector != nil && !lo.FieldSelector.Empty() {
 		reqs := lo.FieldSelector.Requirements()
 		if len(reqs) != 1 || reqs[0].Operator != "=" && reqs[0].Operator != "==" {
 			return fmt.Errorf("unsupported field selector %s", lo.FieldSelector)
 		}
 		for _, k := range m.index[g][reqs[0].Field][lo.Namespace+"/"+reqs[0].Value] {
-			items = append(items, m.objects[g][k].DeepCopyObject())
+			items = append(items, copyOf(m.objects[g][k]))
 		}
 	} else {
 		for k, o := range m.objects[g] {
 			if lo.Namespace == "" || k.Namespace == lo.Namespace {
-				items = append(items, o.DeepCopyObject())
+				items = append(items, copyOf(o))
 			}
 		}
 	}

@@ -34,6 +34,12 @@ build() { # build NAME WRAPPER PACKAGE
 build argocd argocd github.com/argoproj/argo-cd/v3/cmd
 # The multi-call binary picks its component from the name it is called by.
 for c in argocd-application-controller argocd-repo-server; do ln -sfn argocd "$out/$c"; done
+# The repo-server runs git-verify-wrapper.sh (from $PATH) on every commit it
+# renders, GPG or not; upstream's image installs it from the module's hack/.
+argo_dir=$(cd "$here/argocd" && go list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v3)
+for w in git-verify-wrapper.sh gpg-wrapper.sh; do
+  install -m 0755 "$argo_dir/hack/$w" "$out/$w"
+done
 build source-controller source-controller github.com/fluxcd/source-controller
 build kustomize-controller kustomize-controller github.com/fluxcd/kustomize-controller
 

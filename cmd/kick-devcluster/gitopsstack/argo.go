@@ -3,6 +3,7 @@ package gitopsstack
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 )
@@ -89,6 +90,9 @@ func (s *Stack) startArgo(ctx context.Context) error {
 
 	conf := filepath.Join(s.dir, "argocd-conf")
 	env := []string{
+		// git-verify-wrapper.sh, which the repo-server runs from $PATH,
+		// is installed next to the binaries.
+		"PATH=" + s.opts.BinDir + string(os.PathListSeparator) + os.Getenv("PATH"),
 		// The in-cluster destination (https://kubernetes.default.svc) is
 		// reached through $KUBECONFIG instead of a pod's service account.
 		"ARGOCD_FAKE_IN_CLUSTER=true",
@@ -105,7 +109,7 @@ func (s *Stack) startArgo(ctx context.Context) error {
 	repo, err := s.start("argocd-repo-server", "argocd-repo-server", env,
 		"--address", "127.0.0.1", "--port", strconv.Itoa(repoPort),
 		"--metrics-address", "127.0.0.1", "--metrics-port", strconv.Itoa(repoMetrics),
-		"--redis", addr(redisPort), "--disable-tls",
+		"--redis", addr(redisPort), "--disable-tls", "--client-ca-path=",
 		"--logformat", "text", "--loglevel", "info")
 	if err != nil {
 		return err

@@ -77,6 +77,13 @@ func Start(ctx context.Context, c *controlplane.Cluster, opts Options) (_ *Stack
 	if opts.FluxNamespace == "" {
 		opts.FluxNamespace = DefaultFluxNamespace
 	}
+	// Absolute: it goes on $PATH, and the components run in other
+	// directories.
+	abs, err := filepath.Abs(opts.BinDir)
+	if err != nil {
+		return nil, err
+	}
+	opts.BinDir = abs
 	if opts.AppResync <= 0 {
 		opts.AppResync = 10 * time.Second
 	}
@@ -132,6 +139,11 @@ func (s *Stack) progress(format string, args ...any) {
 	if s.opts.Progress != nil {
 		fmt.Fprintf(s.opts.Progress, format+"\n", args...)
 	}
+}
+
+// Runs reports whether the stack runs tool: "argocd" or "flux".
+func (s *Stack) Runs(tool string) bool {
+	return (tool == "argocd" && s.opts.Argo) || (tool == "flux" && s.opts.Flux)
 }
 
 // Apply creates, or replaces, every object of a multi-document YAML

@@ -156,3 +156,7 @@ devcluster-gitops: control-plane gitops-controllers build ## the local control p
 .PHONY: demo
 demo: control-plane build ## start the local control plane, install KICK, show a restart
 	@hack/demo.sh "$(BIN)" "$(K8S_BIN)"
+
+.PHONY: demo-gitops
+demo-gitops: control-plane gitops-controllers build ## the demo with the real Argo CD: a restart held by an AppProject deny window, released when it ends
+	@hack/demo-gitops.sh "$(BIN)" "$(K8S_BIN)" "$(GITOPS_BIN)"

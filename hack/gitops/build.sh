@@ -16,6 +16,7 @@ export GOTOOLCHAIN=${GOTOOLCHAIN:-go1.27.3}
 export GOFLAGS=-mod=mod
 
 mkdir -p "$out"
+out=$(cd "$out" && pwd) # the builds run in the wrapper directories
 log() { printf '[gitops] %s\n' "$*"; }
 # fresh NAME STAMP: $out/NAME exists and was built from STAMP.
 fresh() { [[ -e "$out/$1" ]] && [[ "$(cat "$out/.$1.stamp" 2>/dev/null)" == "$2" ]]; }

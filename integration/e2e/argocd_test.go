@@ -166,8 +166,11 @@ func TestArgoCDTracking(t *testing.T) {
 			sha := s.commit("web v1", map[string]string{"web/deployment.yaml": deployment("web", "1")})
 			app := "web-" + s.NS[len(s.NS)-6:]
 			s.application(app, "web", "default", true)
-			s.syncedAt(app, sha)
+			synced := s.syncedAt(app, sha)
 			s.waitDeployed("web", "1")
+			if method == "annotation" {
+				logStatus(t, synced)
+			}
 
 			d := s.get("web")
 			id := fmt.Sprintf("%s:apps/Deployment:%s/web", app, s.NS)
@@ -335,4 +338,13 @@ func TestArgoCDCommitAndSecretChange(t *testing.T) {
 	if got := len(s.ReplicaSets("web")); got != rsBefore+1 {
 		t.Fatalf("web has %d ReplicaSets, want %d (one rollout, the sync's)", got, rsBefore+1)
 	}
+}
+
+// logStatus records what the application controller wrote, for the
+// comparison with the CRD-level tests (integration/argocd).
+func logStatus(t *testing.T, a *argov1alpha1.Application) {
+	t.Helper()
+	op := a.Status.OperationState
+	t.Logf("Argo CD wrote: operation %v; operationState phase %s, initiatedBy %+v, syncResult revision %.7s; sync %s at %.7s; health %s; resources %+v",
+		a.Operation, op.Phase, op.Operation.InitiatedBy, op.SyncResult.Revision, a.Status.Sync.Status, a.Status.Sync.Revision, a.Status.Health.Status, a.Status.Resources)
 }

@@ -324,10 +324,11 @@ func TestArgoCDCommitAndSecretChange(t *testing.T) {
 	s.waitApp(app, "to be OutOfSync at the new commit", time.Minute, func(a *argov1alpha1.Application) bool {
 		return a.Status.Sync.Status == argov1alpha1.SyncStatusCodeOutOfSync && a.Status.Sync.Revision == second
 	})
-	s.change("web")
+	changed := s.change("web")
 	kr := s.waitGate("web", kickv1alpha1.PhaseWaitingForApplicationSync, kickv1alpha1.GateOwnerOutOfSync, "is OutOfSync, not Synced")
 	s.owner(kr, kickv1alpha1.ProviderArgoCD, "Application", s.stack.ArgoNamespace, app)
 
+	s.pastSecondOf(changed)
 	s.updateApp(app, func(a *argov1alpha1.Application) { a.Operation = syncOperation() })
 	s.syncedAt(app, second)
 	s.waitDeployed("web", "2")

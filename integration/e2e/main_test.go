@@ -173,11 +173,12 @@ func (s *suite) waitGate(name string, phase kickv1alpha1.KickRequestPhase, reaso
 	return kr
 }
 
-// restartedOnce waits until KICK's request for the workload succeeded,
-// and checks it restarted the workload exactly once, after not.
+// restartedOnce waits until KICK's request for the workload succeeded
+// (for a minute after notBefore), and checks it restarted the workload
+// exactly once, not before notBefore.
 func (s *suite) restartedOnce(name string, notBefore time.Time) *kickv1alpha1.KickRequest {
 	s.T.Helper()
-	kr := s.WaitPhase("deployment-"+name, kickv1alpha1.PhaseSucceeded, 90*time.Second)
+	kr := s.WaitPhase("deployment-"+name, kickv1alpha1.PhaseSucceeded, max(time.Until(notBefore), 0)+time.Minute)
 	if kr.Status.RestartCount != 1 {
 		s.T.Fatalf("request %s restarted %d times, want once", kr.Name, kr.Status.RestartCount)
 	}
@@ -206,4 +207,15 @@ func (s *suite) owner(kr *kickv1alpha1.KickRequest, provider kickv1alpha1.GitOps
 func (s *suite) secret(name string) {
 	s.T.Helper()
 	s.Create(&corev1.Secret{ObjectMeta: objectMeta(name + "-db"), StringData: map[string]string{"password": "alpha"}})
+}
+
+// pastSecondOf waits until the clock is in a later second than t.
+// Kubernetes records when a ReplicaSet was created to the second, so a
+// rollout that starts in the same second as a change cannot be told to
+// have come after it, and KICK then restarts to be safe (docs/concepts/
+// freshness.md); a test that means "after" starts the rollout a second on.
+func (s *suite) pastSecondOf(t time.Time) {
+	s.T.Helper()
+	next := t.Truncate(time.Second).Add(time.Second)
+	cluster.Eventually(s.T, 2*time.Second, "the next second", func() (bool, error) { return !time.Now().Before(next), nil })
 }

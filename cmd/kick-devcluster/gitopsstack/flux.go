@@ -27,13 +27,17 @@ func (s *Stack) startFlux(ctx context.Context) error {
 		return err
 	}
 	storage, scMetrics, scHealth, kcMetrics, kcHealth := p[0], p[1], p[2], p[3], p[4]
+	storageDir := filepath.Join(s.dir, "source-storage")
+	if err := mkdirs(storageDir); err != nil { // source-controller wants it to exist
+		return err
+	}
 	env := []string{"RUNTIME_NAMESPACE=" + s.FluxNamespace}
 	common := []string{"--enable-leader-election=false", "--watch-all-namespaces=true", "--log-encoding=console", "--log-level=info", "--events-addr="}
 
 	s.progress("starting source-controller (artifacts on %s)", addr(storage))
 	sc, err := s.start("source-controller", "source-controller", env, append([]string{
 		"--storage-addr=" + addr(storage), "--storage-adv-addr=" + addr(storage),
-		"--storage-path=" + filepath.Join(s.dir, "source-storage"),
+		"--storage-path=" + storageDir,
 		"--metrics-addr=" + addr(scMetrics), "--health-addr=" + addr(scHealth),
 		"--concurrent=4", "--requeue-dependency=2s",
 	}, common...)...)

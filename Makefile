@@ -11,9 +11,13 @@ SHELL := /usr/bin/env bash
 ROOT      := $(CURDIR)
 BIN       := $(ROOT)/bin
 K8S_BIN   := $(BIN)/k8s
+GITOPS_BIN := $(BIN)/gitops
 GO        ?= go
 # Packages that need no cluster: everything outside integration/.
 UNIT_PKGS  = $(shell GOTOOLCHAIN=$(GOTOOLCHAIN) $(GO) list ./... | grep -v '/integration')
+# Integration packages on the control plane alone; integration/e2e also runs
+# the real GitOps controllers and has a target of its own (make e2e).
+INTEGRATION_PKGS = $(shell GOTOOLCHAIN=$(GOTOOLCHAIN) $(GO) list ./integration/... | grep -v '/integration/e2e')
 
 CONTROLLER_GEN := $(BIN)/controller-gen
 # RBAC: the core role comes from these packages; each optional integration
@@ -47,6 +51,10 @@ build: ## build bin/kick-manager (lean), bin/kick-manager-argocd, bin/kubectl-ki
 .PHONY: control-plane
 control-plane: ## build (once, cached under bin/k8s) etcd, kube-apiserver, controller-manager, scheduler, kwok; collect upstream CRDs
 	@hack/controlplane/build.sh "$(K8S_BIN)"
+
+.PHONY: gitops-controllers
+gitops-controllers: ## build (once, cached under bin/gitops) Argo CD's application controller and repo-server, Flux's source- and kustomize-controller
+	@hack/gitops/build.sh "$(GITOPS_BIN)"
 
 ##@ Generate
 
@@ -107,7 +115,11 @@ fuzz: ## run every Fuzz* target for FUZZTIME each (default 30s)
 
 .PHONY: integration
 integration: control-plane build ## integration tests on the local control plane
-	KICK_K8S_BIN=$(K8S_BIN) KICK_BIN=$(BIN) $(GO) test -count=1 -timeout 40m -p 1 ./integration/...
+	KICK_K8S_BIN=$(K8S_BIN) KICK_BIN=$(BIN) $(GO) test -count=1 -timeout 40m -p 1 $(INTEGRATION_PKGS)
+
+.PHONY: e2e
+e2e: control-plane gitops-controllers build ## end-to-end tests against the real Argo CD and Flux controllers and a loopback git server (needs git, redis-server)
+	KICK_K8S_BIN=$(K8S_BIN) KICK_BIN=$(BIN) KICK_GITOPS_BIN=$(GITOPS_BIN) $(GO) test -count=1 -timeout 30m -p 1 -v ./integration/e2e/ 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|integration:)|_test.go'
 
 .PHONY: fuzz-brief
 fuzz-brief: ## every Fuzz* target for 2s each (part of make test)
@@ -137,6 +149,14 @@ bench-peers: control-plane build ## the floor, KICK and stakater/Reloader (RELOA
 devcluster: control-plane build ## run the local control plane in the foreground (Ctrl-C stops it)
 	$(BIN)/kick-devcluster up --dir $(ROOT)/.demo/cluster --bin-dir $(K8S_BIN) --crds upstream
 
+.PHONY: devcluster-gitops
+devcluster-gitops: control-plane gitops-controllers build ## the local control plane with the real Argo CD and Flux controllers and a git server
+	$(BIN)/kick-devcluster up --dir $(ROOT)/.demo/cluster --bin-dir $(K8S_BIN) --gitops argocd,flux --gitops-bin-dir $(GITOPS_BIN)
+
 .PHONY: demo
 demo: control-plane build ## start the local control plane, install KICK, show a restart
 	@hack/demo.sh "$(BIN)" "$(K8S_BIN)"
+
+.PHONY: demo-gitops
+demo-gitops: control-plane gitops-controllers build ## the demo with the real Argo CD: a restart held by an AppProject deny window, released when it ends
+	@hack/demo-gitops.sh "$(BIN)" "$(K8S_BIN)" "$(GITOPS_BIN)"

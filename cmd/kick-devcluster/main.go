@@ -16,17 +16,24 @@ import (
 	"time"
 
 	"github.com/kick-operator/kick/cmd/kick-devcluster/controlplane"
+	"github.com/kick-operator/kick/cmd/kick-devcluster/gitopsstack"
 )
 
 const usage = `kick-devcluster runs a local Kubernetes control plane on 127.0.0.1.
 
 Usage:
   kick-devcluster up --dir DIR [--nodes N] [--crds upstream] [--kick-crds DIR] [--bin-dir DIR]
+                     [--gitops argocd,flux] [--gitops-bin-dir DIR]
   kick-devcluster receive [--port 18090]   (a CloudEvents receiver that prints what it gets)
 
 It writes DIR/kubeconfig, prints a line starting with "ready" once a
 Deployment can become Available, and runs until SIGINT or SIGTERM, then stops
 every process it started. Build the binaries first with "make control-plane".
+
+--gitops also runs the real Argo CD application controller and repo-server
+(with redis), Flux's source- and kustomize-controller, and a git server on
+127.0.0.1 (build them with "make gitops-controllers"); "ready" then also
+means an Application and a Kustomization synced from that git server.
 `
 
 func main() {
@@ -49,6 +56,8 @@ func run(args []string) int {
 	binDir := fs.String("bin-dir", defaultBinDir(), "directory holding the control-plane binaries (make control-plane)")
 	apiPort := fs.Int("apiserver-port", 0, "kube-apiserver port (0: pick a free one)")
 	etcdPort := fs.Int("etcd-port", 0, "etcd client port (0: pick a free one)")
+	gitops := fs.String("gitops", "", `comma-separated GitOps controllers to run: "argocd", "flux" (implies --crds upstream)`)
+	gitopsBin := fs.String("gitops-bin-dir", "", "directory holding the GitOps controllers (make gitops-controllers; default: bin/gitops next to this executable)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long start-up may take")
 	fs.Usage = func() { fmt.Fprint(os.Stderr, usage); fs.PrintDefaults() }
 	if err := fs.Parse(args[1:]); err != nil {
@@ -61,6 +70,27 @@ func run(args []string) int {
 	if *crds != "" && *crds != "upstream" {
 		fmt.Fprintf(os.Stderr, "kick-devcluster: --crds accepts only \"upstream\", not %q\n", *crds)
 		return 2
+	}
+	var stackOpts gitopsstack.Options
+	for _, g := range strings.Split(*gitops, ",") {
+		switch strings.TrimSpace(g) {
+		case "":
+		case "argocd":
+			stackOpts.Argo = true
+		case "flux":
+			stackOpts.Flux = true
+		default:
+			fmt.Fprintf(os.Stderr, "kick-devcluster: --gitops accepts argocd and flux, not %q\n", g)
+			return 2
+		}
+	}
+	if stackOpts.Argo || stackOpts.Flux {
+		*crds = "upstream"
+		stackOpts.BinDir = *gitopsBin
+		if stackOpts.BinDir == "" {
+			stackOpts.BinDir = filepath.Join(filepath.Dir(*binDir), "gitops")
+		}
+		stackOpts.Progress = prefixWriter{}
 	}
 	opts := controlplane.Options{
 		Dir:           *dir,
@@ -80,6 +110,12 @@ func run(args []string) int {
 	startCtx, cancel := context.WithTimeout(ctx, *timeout)
 	started := time.Now()
 	c, err := controlplane.Start(startCtx, opts)
+	var stack *gitopsstack.Stack
+	if err == nil && (stackOpts.Argo || stackOpts.Flux) {
+		if stack, err = gitopsstack.Start(startCtx, c, stackOpts); err != nil {
+			c.Stop()
+		}
+	}
 	cancel()
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
@@ -89,9 +125,14 @@ func run(args []string) int {
 		}
 		return 1
 	}
+	if stack != nil {
+		fmt.Printf("gitops: git server %s (repositories in %s), Argo CD in namespace %s, Flux in namespace %s\n",
+			stack.Git.URL, stack.Git.Root, stack.ArgoNamespace, stack.FluxNamespace)
+	}
 	fmt.Printf("ready in %s: export KUBECONFIG=%s  (logs in %s)\n", time.Since(started).Round(time.Millisecond), c.Kubeconfig, c.LogDir())
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "kick-devcluster: stopping")
+	stack.Stop()
 	c.Stop()
 	fmt.Fprintln(os.Stderr, "kick-devcluster: stopped")
 	return 0

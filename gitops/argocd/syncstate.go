@@ -9,11 +9,21 @@ import (
 )
 
 // SyncState decides whether an Application is reconciled: no operation
-// requested or running, and status.sync.status Synced. It returns
+// running or requested, and status.sync.status Synced. It returns
 // GateAllowed or the reason to wait, with a message. Health is not looked
 // at: a degraded application may be exactly the one a restart fixes.
 func SyncState(app *argov1alpha1.Application) (kickv1alpha1.GateReason, string) {
 	name := "Application " + app.Namespace + "/" + app.Name
+	// The application controller keeps the operation field set while the
+	// operation runs and clears it (operation: null) when it completes, so
+	// a running operation is named first, a requested one after.
+	if st := app.Status.OperationState; st != nil && (st.Phase == "Running" || st.Phase == "Terminating") {
+		msg := fmt.Sprintf("%s has a sync operation %s", name, st.Phase)
+		if !st.StartedAt.IsZero() {
+			msg += " since " + st.StartedAt.UTC().Format("2006-01-02T15:04:05Z")
+		}
+		return kickv1alpha1.GateOwnerReconciling, msg
+	}
 	if op := app.Operation; op != nil {
 		by := ""
 		switch {
@@ -23,13 +33,6 @@ func SyncState(app *argov1alpha1.Application) (kickv1alpha1.GateReason, string) 
 			by = " by " + op.InitiatedBy.Username
 		}
 		return kickv1alpha1.GateOwnerReconciling, fmt.Sprintf("%s has an operation requested%s that Argo CD has not finished", name, by)
-	}
-	if st := app.Status.OperationState; st != nil && (st.Phase == "Running" || st.Phase == "Terminating") {
-		msg := fmt.Sprintf("%s has a sync operation %s", name, st.Phase)
-		if !st.StartedAt.IsZero() {
-			msg += " since " + st.StartedAt.UTC().Format("2006-01-02T15:04:05Z")
-		}
-		return kickv1alpha1.GateOwnerReconciling, msg
 	}
 	switch app.Status.Sync.Status {
 	case argov1alpha1.SyncStatusCodeSynced:

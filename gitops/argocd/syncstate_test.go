@@ -38,6 +38,10 @@ func TestSyncState(t *testing.T) {
 		{name: "running while out of sync", app: argov1alpha1.Application{Status: argov1alpha1.ApplicationStatus{
 			Sync: argov1alpha1.SyncStatus{Status: argov1alpha1.SyncStatusCodeOutOfSync}, OperationState: op["Running"]}},
 			want: kickv1alpha1.GateOwnerReconciling, msg: "Running"},
+		{name: "running, its operation still set (as the controller writes it)", app: argov1alpha1.Application{
+			Operation: &argov1alpha1.Operation{InitiatedBy: argov1alpha1.OperationInitiator{Automated: true}},
+			Status:    argov1alpha1.ApplicationStatus{Sync: synced.Sync, OperationState: op["Running"]}},
+			want: kickv1alpha1.GateOwnerReconciling, msg: "has a sync operation Running"},
 		{name: "terminating", app: argov1alpha1.Application{Status: argov1alpha1.ApplicationStatus{Sync: synced.Sync, OperationState: op["Terminating"]}},
 			want: kickv1alpha1.GateOwnerReconciling, msg: "Terminating"},
 		{name: "finished operation", app: argov1alpha1.Application{Status: argov1alpha1.ApplicationStatus{Sync: synced.Sync, OperationState: op["Succeeded"]}},

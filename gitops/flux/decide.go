@@ -17,6 +17,9 @@ const (
 	condReady       = "Ready"
 	condReconciling = "Reconciling"
 	condStalled     = "Stalled"
+	// reasonProgressingWithRetry on Reconciling=True: the last attempt
+	// failed and the controller will try again.
+	reasonProgressingWithRetry = "ProgressingWithRetry"
 )
 
 // view is what a gate decision reads of a Kustomization or HelmRelease,
@@ -81,7 +84,9 @@ func decide(v view, requireReconciled bool) gitops.Decision {
 
 // readiness maps the owner's status conditions to a gate reason, in this
 // order: Stalled=True is out of sync (Flux gave up until something
-// changes); Reconciling=True, a missing or Unknown Ready condition, or a
+// changes); Reconciling=True with reason ProgressingWithRetry next to a
+// current Ready=False is out of sync (an attempt failed, Flux retries);
+// other Reconciling=True, a missing or Unknown Ready condition, or a
 // Ready condition for an older generation mean Flux is still at work;
 // Ready=False is out of sync; Ready=True for the current generation allows.
 func readiness(v view) (kickv1alpha1.GateReason, string) {
@@ -91,10 +96,19 @@ func readiness(v view) (kickv1alpha1.GateReason, string) {
 	if c := find(v.conditions, condStalled); c != nil && c.Status == metav1.ConditionTrue {
 		return kickv1alpha1.GateOwnerOutOfSync, fmt.Sprintf("%s is stalled: %s", v.ref, describe(c))
 	}
+	ready := find(v.conditions, condReady)
 	if c := find(v.conditions, condReconciling); c != nil && c.Status == metav1.ConditionTrue {
+		// A failed attempt that Flux will retry: kustomize-controller
+		// keeps Reconciling=True (ProgressingWithRetry) next to the
+		// Ready=False that says what failed, until an attempt succeeds.
+		// The failure is the news; the retry is a footnote.
+		if c.Reason == reasonProgressingWithRetry && ready != nil && ready.Status == metav1.ConditionFalse {
+			if stale, _ := staleGeneration(v, ready); !stale {
+				return kickv1alpha1.GateOwnerOutOfSync, fmt.Sprintf("%s is not ready: %s (Flux retries: %s)", v.ref, describe(ready), c.Message)
+			}
+		}
 		return kickv1alpha1.GateOwnerReconciling, fmt.Sprintf("%s is reconciling: %s", v.ref, describe(c))
 	}
-	ready := find(v.conditions, condReady)
 	if ready == nil {
 		return kickv1alpha1.GateOwnerReconciling, fmt.Sprintf("%s has not reported readiness yet (no Ready condition); KICK waits until Flux has reconciled it", v.ref)
 	}

@@ -64,6 +64,18 @@ func TestDecide(t *testing.T) {
 		{name: "reconciling", v: with(func(v *view) {
 			v.conditions = []metav1.Condition{ready, cond(condReconciling, T, 3, "Progressing", "applying")}
 		}), reason: kickv1alpha1.GateOwnerReconciling, message: "is reconciling: Progressing: applying"},
+		{name: "failed and retrying, as kustomize-controller writes it", v: with(func(v *view) {
+			v.conditions = []metav1.Condition{
+				cond(condReconciling, T, 3, "ProgressingWithRetry", "Detecting drift for revision main@sha1:0a1b with a timeout of 30s"),
+				cond(condReady, F, 3, "ReconciliationFailed", "ConfigMap/shop/broken dry-run failed"),
+			}
+		}), reason: kickv1alpha1.GateOwnerOutOfSync, message: "is not ready: ReconciliationFailed: ConfigMap/shop/broken dry-run failed (Flux retries: Detecting drift"},
+		{name: "retrying after a failure of an older generation is still reconciling", v: with(func(v *view) {
+			v.conditions = []metav1.Condition{
+				cond(condReconciling, T, 3, "ProgressingWithRetry", "retrying"),
+				cond(condReady, F, 2, "ReconciliationFailed", "old failure"),
+			}
+		}), reason: kickv1alpha1.GateOwnerReconciling, message: "is reconciling: ProgressingWithRetry"},
 		{name: "reconciling false is no obstacle", v: with(func(v *view) {
 			v.conditions = []metav1.Condition{ready, cond(condReconciling, F, 3, "", "")}
 		}), reason: kickv1alpha1.GateAllowed},

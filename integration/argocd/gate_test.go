@@ -156,14 +156,19 @@ func TestSyncState(t *testing.T) {
 		t.Parallel()
 		s := s.in(t)
 		started := metav1.Now()
+		// As the application controller writes it (integration/e2e runs
+		// the real one): the operation stays set while it runs, and one
+		// patch clears it and records the completed phase.
+		op := argov1alpha1.Operation{Sync: &argov1alpha1.SyncOperation{Revision: "HEAD"}, InitiatedBy: argov1alpha1.OperationInitiator{Automated: true}}
 		app := s.app("syncing", appSpec{sync: synced, mutate: func(a *argov1alpha1.Application) {
-			a.Status.OperationState = &argov1alpha1.OperationState{Phase: "Running", StartedAt: started,
-				Operation: argov1alpha1.Operation{Sync: &argov1alpha1.SyncOperation{Revision: "HEAD"}}}
+			a.Operation = op.DeepCopy()
+			a.Status.OperationState = &argov1alpha1.OperationState{Phase: "Running", StartedAt: started, Operation: op}
 		}})
 		s.workload("syncing", tracking("syncing", s.NS, "syncing"), nil)
 		s.change("syncing")
 		s.waitGate("syncing", kickv1alpha1.PhaseWaitingForApplicationSync, kickv1alpha1.GateOwnerReconciling, "has a sync operation Running")
 		s.updateApp(app, func(a *argov1alpha1.Application) {
+			a.Operation = nil
 			a.Status.OperationState.Phase = "Succeeded"
 			finished := metav1.Now()
 			a.Status.OperationState.FinishedAt = &finished

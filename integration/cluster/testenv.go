@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kick-operator/kick/cmd/kick-devcluster/controlplane"
+	"github.com/kick-operator/kick/cmd/kick-devcluster/gitopsstack"
 )
 
 // Env is the control plane shared by the tests of one test binary.
@@ -37,6 +38,9 @@ type Env struct {
 	Scheme  *runtime.Scheme
 	// RepoRoot is the repository checkout the tests run from.
 	RepoRoot string
+	// GitOps runs the real GitOps controllers and the git server when
+	// TestOptions.GitOps asked for them; nil otherwise.
+	GitOps *gitopsstack.Stack
 }
 
 // TestOptions configure Main.
@@ -49,6 +53,10 @@ type TestOptions struct {
 	AddToScheme []func(*runtime.Scheme) error
 	// Nodes is the number of kwok nodes (default 1).
 	Nodes int
+	// GitOps chooses real GitOps controllers to run next to the control
+	// plane (Argo, Flux); their binaries come from $KICK_GITOPS_BIN, else
+	// bin/gitops (make gitops-controllers). Implies UpstreamCRDs.
+	GitOps gitopsstack.Options
 }
 
 var shared *Env
@@ -70,6 +78,13 @@ func runMain(m *testing.M, opts TestOptions) int {
 	binDir := os.Getenv("KICK_K8S_BIN")
 	if binDir == "" {
 		binDir = filepath.Join(root, "bin", "k8s")
+	}
+	gitops := opts.GitOps.Argo || opts.GitOps.Flux
+	if gitops {
+		opts.UpstreamCRDs = true
+		if opts.GitOps.BinDir = os.Getenv("KICK_GITOPS_BIN"); opts.GitOps.BinDir == "" {
+			opts.GitOps.BinDir = filepath.Join(root, "bin", "gitops")
+		}
 	}
 	var crdDirs []string
 	if opts.KickCRDs {
@@ -93,6 +108,19 @@ func runMain(m *testing.M, opts TestOptions) int {
 	}
 	defer c.Stop()
 	fmt.Fprintf(os.Stderr, "integration: control plane ready in %s (%s)\n", time.Since(started).Round(time.Millisecond), c.Config.Host)
+	var stack *gitopsstack.Stack
+	if gitops {
+		started = time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		stack, err = gitopsstack.Start(ctx, c, opts.GitOps)
+		cancel()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "integration: the GitOps controllers did not start:", err)
+			return 1
+		}
+		defer stack.Stop()
+		fmt.Fprintf(os.Stderr, "integration: GitOps controllers ready in %s (git server %s)\n", time.Since(started).Round(time.Millisecond), stack.Git.URL)
+	}
 
 	scheme := runtime.NewScheme()
 	adders := append([]func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme}, opts.AddToScheme...)
@@ -107,7 +135,7 @@ func runMain(m *testing.M, opts TestOptions) int {
 		fmt.Fprintln(os.Stderr, "integration: client:", err)
 		return 1
 	}
-	shared = &Env{Cluster: c, Config: c.Config, Client: cl, Scheme: scheme, RepoRoot: root}
+	shared = &Env{Cluster: c, Config: c.Config, Client: cl, Scheme: scheme, RepoRoot: root, GitOps: stack}
 	code := m.Run()
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "integration: tests failed; component logs were in %s\n", c.LogDir())
@@ -172,6 +200,9 @@ func (e *Env) DumpNamespace(t testing.TB, namespace string) {
 		t.Logf("events in %s:\n%s", namespace, b.String())
 	}
 	t.Logf("component logs:\n%s", e.Cluster.LogTails(4000))
+	if e.GitOps != nil {
+		t.Logf("GitOps controller logs:\n%s", e.GitOps.LogTails(12000))
+	}
 }
 
 // Eventually polls cond every interval until it returns true or timeout

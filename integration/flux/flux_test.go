@@ -51,7 +51,13 @@ func TestFailingKustomizationWaitsUntilReady(t *testing.T) {
 	f.Policy("flux", fluxPolicy)
 	createKustomization(f, "apps", false, func(k *kustomizev1.Kustomization) {
 		k.Status.ObservedGeneration = k.Generation
-		k.Status.Conditions = []metav1.Condition{condition("Ready", metav1.ConditionFalse, k.Generation, "HealthCheckFailed", "timeout waiting for: [Deployment/web status: 'InProgress']")}
+		// As kustomize-controller writes a failure (integration/e2e runs
+		// the real one): Ready=False says what failed, and Reconciling
+		// stays True with ProgressingWithRetry until an attempt succeeds.
+		k.Status.Conditions = []metav1.Condition{
+			condition("Reconciling", metav1.ConditionTrue, k.Generation, "ProgressingWithRetry", "Detecting drift for revision main@sha1:0a1b2c with a timeout of 5m0s"),
+			condition("Ready", metav1.ConditionFalse, k.Generation, "HealthCheckFailed", "timeout waiting for: [Deployment/web status: 'InProgress']"),
+		}
 		k.Status.Inventory = inventory(f.NS, "web")
 	})
 	webApplied(f, kustomizationLabels(f.NS, "apps"))

@@ -76,9 +76,9 @@ func createNode(ctx context.Context, cs kubernetes.Interface, name string) error
 // waitNodesSchedulable waits for every node to be Ready and free of the
 // not-ready taint, which the node-lifecycle controller removes.
 func (c *Cluster) waitNodesSchedulable(ctx context.Context, cs kubernetes.Interface) error {
-	return waitFor(ctx, 90*time.Second, nil, "kwok nodes to become Ready and untainted", func() (bool, error) {
+	return WaitFor(ctx, 90*time.Second, nil, "kwok nodes to become Ready and untainted", func() (bool, error) {
 		for _, p := range c.procs {
-			if done, err := p.exited(); done {
+			if done, err := p.Exited(); done {
 				return false, fmt.Errorf("%s exited: %v", p.name, err)
 			}
 		}
@@ -134,7 +134,7 @@ func (c *Cluster) probeDeployment(ctx context.Context, cs kubernetes.Interface) 
 	if _, err := cs.AppsV1().Deployments(probeNamespace).Create(ctx, dep, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create probe deployment: %w", err)
 	}
-	err = waitFor(ctx, 120*time.Second, nil, "the probe Deployment to become Available", func() (bool, error) {
+	err = WaitFor(ctx, 120*time.Second, nil, "the probe Deployment to become Available", func() (bool, error) {
 		d, err := cs.AppsV1().Deployments(probeNamespace).Get(ctx, "probe", metav1.GetOptions{})
 		if err != nil {
 			return false, nil

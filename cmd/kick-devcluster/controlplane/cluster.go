@@ -55,7 +55,7 @@ type Cluster struct {
 
 	opts     Options
 	ownDir   bool
-	procs    []*process
+	procs    []*Process
 	ports    map[string]int
 	logDir   string
 	stopOnce bool
@@ -162,7 +162,7 @@ func (c *Cluster) allocatePorts() error {
 			c.ports[name] = port
 			continue
 		}
-		port, err := freePort()
+		port, err := FreePort()
 		if err != nil {
 			return fmt.Errorf("no free port for %s: %w", name, err)
 		}
@@ -224,8 +224,8 @@ func (c *Cluster) writeKubeconfig(p *pki) error {
 
 func (c *Cluster) bin(name string) string { return filepath.Join(c.opts.BinDir, name) }
 
-func (c *Cluster) start(name string, args ...string) (*process, error) {
-	p, err := startProcess(name, c.bin(name), args, c.logDir)
+func (c *Cluster) start(name string, args ...string) (*Process, error) {
+	p, err := StartProcess(name, c.bin(name), args, nil, c.logDir)
 	if err != nil {
 		return nil, err
 	}
@@ -253,16 +253,16 @@ func (c *Cluster) startEtcd(ctx context.Context) error {
 
 // waitReady waits until a component that was just started serves: etcd
 // reports healthy, kube-apiserver is ready. Other components have no check.
-func (c *Cluster) waitReady(ctx context.Context, p *process) error {
+func (c *Cluster) waitReady(ctx context.Context, p *Process) error {
 	switch p.name {
 	case "etcd":
-		return waitFor(ctx, 60*time.Second, p, "etcd to report healthy", c.etcdHealthy)
+		return WaitFor(ctx, 60*time.Second, p, "etcd to report healthy", c.etcdHealthy)
 	case "kube-apiserver":
 		rc, err := rest.HTTPClientFor(c.Config)
 		if err != nil {
 			return err
 		}
-		return waitFor(ctx, 120*time.Second, p, "kube-apiserver /readyz", func() (bool, error) {
+		return WaitFor(ctx, 120*time.Second, p, "kube-apiserver /readyz", func() (bool, error) {
 			resp, err := rc.Get(c.Config.Host + "/readyz")
 			if err != nil {
 				return false, nil
@@ -362,9 +362,9 @@ func (c *Cluster) startControllers(p *pki) error {
 	return err
 }
 
-// waitFor polls cond until it holds, the deadline passes, ctx ends, or the
+// WaitFor polls cond until it holds, the deadline passes, ctx ends, or the
 // process dies (which is reported with its log).
-func waitFor(ctx context.Context, timeout time.Duration, p *process, what string, cond func() (bool, error)) error {
+func WaitFor(ctx context.Context, timeout time.Duration, p *Process, what string, cond func() (bool, error)) error {
 	deadline := time.Now().Add(timeout)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -377,7 +377,7 @@ func waitFor(ctx context.Context, timeout time.Duration, p *process, what string
 			return nil
 		}
 		if p != nil {
-			if done, werr := p.exited(); done {
+			if done, werr := p.Exited(); done {
 				return fmt.Errorf("%s exited (%v) while waiting for %s", p.name, werr, what)
 			}
 		}
@@ -397,7 +397,7 @@ func waitFor(ctx context.Context, timeout time.Duration, p *process, what string
 func (c *Cluster) LogTails(n int64) string {
 	var b strings.Builder
 	for _, p := range c.procs {
-		fmt.Fprintf(&b, "----- %s (%s) -----\n%s\n", p.name, p.logPath, p.tail(n))
+		fmt.Fprintf(&b, "----- %s (%s) -----\n%s\n", p.name, p.logPath, p.Tail(n))
 	}
 	return b.String()
 }
@@ -413,7 +413,7 @@ func (c *Cluster) Stop() {
 	}
 	c.stopOnce = true
 	for i := len(c.procs) - 1; i >= 0; i-- {
-		c.procs[i].stop(5 * time.Second)
+		c.procs[i].Stop(5 * time.Second)
 	}
 	if c.ownDir {
 		_ = os.RemoveAll(c.Dir)

@@ -53,7 +53,7 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, dirs ...string) error {
 	}
 	for _, crd := range crds {
 		name := crd.Name
-		err := waitFor(ctx, 60*time.Second, nil, "CRD "+name+" to be Established", func() (bool, error) {
+		err := WaitFor(ctx, 60*time.Second, nil, "CRD "+name+" to be Established", func() (bool, error) {
 			cur, err := api.Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false, nil
@@ -89,7 +89,7 @@ func waitPublished(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv
 			}
 		}
 	}
-	return waitFor(ctx, 60*time.Second, nil, "the CRDs' OpenAPI schemas to be published", func() (bool, error) {
+	return WaitFor(ctx, 60*time.Second, nil, "the CRDs' OpenAPI schemas to be published", func() (bool, error) {
 		paths, err := dc.OpenAPIV3().Paths()
 		if err != nil {
 			return false, nil

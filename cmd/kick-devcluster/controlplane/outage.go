@@ -15,7 +15,7 @@ func (c *Cluster) StopComponent(name string) error {
 	if err != nil {
 		return err
 	}
-	c.procs[i].stop(5 * time.Second)
+	c.procs[i].Stop(5 * time.Second)
 	return nil
 }
 
@@ -28,10 +28,10 @@ func (c *Cluster) StartComponent(ctx context.Context, name string) error {
 		return err
 	}
 	old := c.procs[i]
-	if done, _ := old.exited(); !done {
+	if done, _ := old.Exited(); !done {
 		return fmt.Errorf("%s is still running", name)
 	}
-	p, err := startProcess(old.name, old.binary, old.args, c.logDir)
+	p, err := StartProcess(old.name, old.binary, old.args, old.env, c.logDir)
 	if err != nil {
 		return err
 	}

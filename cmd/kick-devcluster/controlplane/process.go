@@ -14,13 +14,14 @@ import (
 	"time"
 )
 
-// process is one control-plane component running as a child process whose
-// output goes to a log file. binary and args are kept so the component can
-// be started again the same way.
-type process struct {
+// Process is one component running as a child process whose output goes
+// to a log file. binary and args are kept so the component can be started
+// again the same way.
+type Process struct {
 	name    string
 	binary  string
 	args    []string
+	env     []string
 	cmd     *exec.Cmd
 	logPath string
 	logFile *os.File
@@ -28,7 +29,10 @@ type process struct {
 	waitErr error
 }
 
-func startProcess(name, binary string, args []string, logDir string) (*process, error) {
+// StartProcess starts binary with args as component name, logging to
+// logDir/NAME.log. env, when not nil, is added to this process's
+// environment.
+func StartProcess(name, binary string, args, env []string, logDir string) (*Process, error) {
 	logPath := filepath.Join(logDir, name+".log")
 	// Appended to: a component started again keeps its earlier log.
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -36,6 +40,9 @@ func startProcess(name, binary string, args []string, logDir string) (*process, 
 		return nil, err
 	}
 	cmd := exec.Command(binary, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout = f
 	cmd.Stderr = f
 	// Own process group, so a stop reaches anything the component spawns,
@@ -45,7 +52,7 @@ func startProcess(name, binary string, args []string, logDir string) (*process, 
 		f.Close()
 		return nil, fmt.Errorf("start %s (%s): %w", name, binary, err)
 	}
-	p := &process{name: name, binary: binary, args: args, cmd: cmd, logPath: logPath, logFile: f, done: make(chan struct{})}
+	p := &Process{name: name, binary: binary, args: args, cmd: cmd, logPath: logPath, logFile: f, done: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
 		f.Close()
@@ -54,8 +61,14 @@ func startProcess(name, binary string, args []string, logDir string) (*process, 
 	return p, nil
 }
 
-// exited reports whether the process has ended, and how.
-func (p *process) exited() (bool, error) {
+// Name is the component's name.
+func (p *Process) Name() string { return p.name }
+
+// LogPath is the component's log file.
+func (p *Process) LogPath() string { return p.logPath }
+
+// Exited reports whether the process has ended, and how.
+func (p *Process) Exited() (bool, error) {
 	select {
 	case <-p.done:
 		return true, p.waitErr
@@ -64,9 +77,9 @@ func (p *process) exited() (bool, error) {
 	}
 }
 
-// stop sends SIGTERM to the process group and kills it after grace.
-func (p *process) stop(grace time.Duration) {
-	if done, _ := p.exited(); done {
+// Stop sends SIGTERM to the process group and kills it after grace.
+func (p *Process) Stop(grace time.Duration) {
+	if done, _ := p.Exited(); done {
 		return
 	}
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
@@ -78,8 +91,8 @@ func (p *process) stop(grace time.Duration) {
 	}
 }
 
-// tail returns the last n bytes of the component's log.
-func (p *process) tail(n int64) string {
+// Tail returns the last n bytes of the component's log.
+func (p *Process) Tail(n int64) string {
 	return TailFile(p.logPath, n)
 }
 
@@ -111,8 +124,8 @@ func TailFile(path string, n int64) string {
 	return string(buf)
 }
 
-// freePort asks the kernel for an unused TCP port on 127.0.0.1.
-func freePort() (int, error) {
+// FreePort asks the kernel for an unused TCP port on 127.0.0.1.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

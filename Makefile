@@ -126,6 +126,12 @@ bench: control-plane build ## benchmark a restart controller on the local contro
 	$(GO) run ./integration/bench -bin-dir $(K8S_BIN) $(BENCH_FLAGS)
 
 comma := ,
+.PHONY: bench-scale
+bench-scale: control-plane build ## the scale curve: floor, KICK and Reloader (RELOADER=path) at SCALES (default 1,5,10) of 200 Deployments, 10,000 Secrets, 5,000 ConfigMaps; writes bench-scale.json and docs/images/scale.png
+	$(GO) build -o $(BIN)/bench-floor ./integration/bench/floor
+	$(GO) run ./integration/bench -bin-dir $(K8S_BIN) -scales "$(or $(SCALES),1$(comma)5$(comma)10)" -peers "floor,kick$(if $(RELOADER),$(comma)reloader=$(RELOADER))" \
+		-json bench-scale.json -plot docs/images/scale.png $(BENCH_FLAGS)
+
 .PHONY: bench-peers
 bench-peers: control-plane build ## the floor, KICK and stakater/Reloader (RELOADER=path/to/binary, see hack/bench/build-reloader.sh) on one fixture: one table of ratios
 	$(GO) build -o $(BIN)/bench-floor ./integration/bench/floor

@@ -32,7 +32,7 @@ func measure(ctx context.Context, c *config, fx *fixture, logf func(string, ...a
 		Controller:  c.controller,
 		Setup:       c.setup.String(),
 		Cluster:     fmt.Sprintf("local control plane, %d kwok nodes", c.nodes),
-		Deployments: c.deployments, UnusedSecrets: c.unused, SecretBytes: c.secretSize, Rounds: c.rounds, Seed: c.seed,
+		Deployments: c.deployments, UnusedSecrets: c.unused, UnusedConfigMaps: c.unusedCMs, SecretBytes: c.secretSize, Rounds: c.rounds, Seed: c.seed,
 	}
 	if c.kubeconfig != "" {
 		res.Cluster = "existing cluster " + c.kubeconfig
@@ -260,11 +260,18 @@ func (m *phaseRunner) burst(ctx context.Context) error {
 	if err := m.settle(ctx, m.c.quiet); err != nil {
 		return err
 	}
-	n := m.c.deployments
+	n := m.c.burstSize()
+	// A part of the Deployments (-burst-fraction), chosen by the seed.
+	names := make([]string, n)
+	changed := make(map[string]bool, n)
+	for i, d := range rand.New(rand.NewPCG(uint64(m.c.seed), 1)).Perm(m.c.deployments)[:n] {
+		names[i] = consumedName(d)
+		changed[names[i]] = true
+	}
 	secretsAPI := m.fx.cs.CoreV1().Secrets(m.c.namespace)
 	secrets := make([]*corev1.Secret, n)
 	err := parallel(ctx, n, m.c.burstWorker, "reading Secrets for the burst", m.logf, func(i int) error {
-		s, err := secretsAPI.Get(ctx, consumedName(i), metav1.GetOptions{})
+		s, err := secretsAPI.Get(ctx, names[i], metav1.GetOptions{})
 		if err == nil {
 			s.Data = m.fx.payload()
 			secrets[i] = s
@@ -302,13 +309,12 @@ func (m *phaseRunner) burst(ctx context.Context) error {
 	}
 	r.Changed = n
 	r.UpdatesMS = ms(lastUpdate.Sub(t0))
-	m.tr.waitAll(ctx, m.c.burstWait, func(s *depState) bool { return s.firstAbove(gens[s.name]) != nil })
+	m.tr.waitAll(ctx, m.c.burstWait, func(s *depState) bool { return !changed[s.name] || s.firstAbove(gens[s.name]) != nil })
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	var last time.Time
-	for i := 0; i < n; i++ {
-		name := consumedName(i)
+	for i, name := range names {
 		changes := m.tr.changesAbove(name, gens[name])
 		if len(changes) == 0 {
 			r.Missing = append(r.Missing, name)

@@ -22,9 +22,11 @@ type Results struct {
 	Cluster       string    `json:"cluster"`
 	Deployments   int       `json:"deployments"`
 	UnusedSecrets int       `json:"unusedSecrets"`
-	SecretBytes   int       `json:"secretBytes"`
-	Rounds        int       `json:"rounds"`
-	Seed          int64     `json:"seed"`
+	// UnusedConfigMaps are ConfigMaps no workload consumes.
+	UnusedConfigMaps int   `json:"unusedConfigMaps,omitempty"`
+	SecretBytes      int   `json:"secretBytes"`
+	Rounds           int   `json:"rounds"`
+	Seed             int64 `json:"seed"`
 	// LoadAvg is the host's 1-minute load average when the controller
 	// started and when the run ended: other work on the host skews timings.
 	LoadAvg       [2]string `json:"loadAvg"`
@@ -189,7 +191,7 @@ func printReport(w io.Writer, r *Results) {
 	fmt.Fprintf(t, "controller\t%s\n", r.Controller)
 	fmt.Fprintf(t, "setup\t%s\n", orNone(r.Setup))
 	fmt.Fprintf(t, "cluster\t%s\n", r.Cluster)
-	fmt.Fprintf(t, "fixture\t%d Deployments (1 replica) each consuming its own %d-byte Secret via envFrom; %d unconsumed Secrets\n", r.Deployments, r.SecretBytes, r.UnusedSecrets)
+	fmt.Fprintf(t, "fixture\t%d Deployments (1 replica) each consuming its own %d-byte Secret via envFrom; %d unconsumed Secrets, %d unconsumed ConfigMaps\n", r.Deployments, r.SecretBytes, r.UnusedSecrets, r.UnusedConfigMaps)
 	fmt.Fprintf(t, "host\t%d CPUs, %s %s/%s (harness, API server and controller share them); load average %s at controller start, %s at the end\n",
 		runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH, r.LoadAvg[0], r.LoadAvg[1])
 	fmt.Fprintf(t, "controller log\t%s\n", r.ControllerLog)
@@ -344,8 +346,9 @@ func loadAvg() string {
 	return "?"
 }
 
-func writeJSON(path string, r *Results) error {
-	data, err := json.MarshalIndent(r, "", "  ")
+// writeJSON writes v, indented, to path.
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}

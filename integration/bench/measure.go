@@ -111,10 +111,17 @@ func (m *phaseRunner) install(ctx context.Context, started time.Time, gens0 map[
 	if err != nil {
 		return err
 	}
+	// A controller that writes nothing on install (or has no readiness
+	// endpoint) may still be listing and caching the cluster: its steady
+	// memory is read once it idles.
+	idle, err := m.waitIdle(ctx)
+	if err != nil {
+		return err
+	}
 	end := time.Now()
-	r.Quiet, r.SettledAfterMS = quiet, ms(end.Sub(started))
+	r.Quiet, r.Idle, r.SettledAfterMS = quiet, idle, ms(end.Sub(started))
 	r.CPUSeconds = m.ctrl.cpuSeconds()
-	if steady := m.ctrl.memBetween(end.Add(-m.c.quiet), end); len(steady) > 0 {
+	if steady := m.ctrl.memBetween(end.Add(-idleFor), end); len(steady) > 0 {
 		pick := func(f func(memStat) int64) float64 {
 			v := make([]int64, len(steady))
 			for i, s := range steady {
@@ -152,6 +159,37 @@ func (m *phaseRunner) install(ctx context.Context, started time.Time, gens0 map[
 	}
 	m.logf("install: %d restarts, %d writes, settled after %s", r.Restarts, r.Writes, time.Duration(r.SettledAfterMS*1e6).Round(time.Millisecond))
 	return nil
+}
+
+// A controller idles when it used at most idleCPU seconds of CPU per second
+// over idleFor.
+const (
+	idleFor = 3 * time.Second
+	idleCPU = 0.05
+)
+
+// waitIdle waits until the controller idles, giving up (not idle) after
+// -quiet-max.
+func (m *phaseRunner) waitIdle(ctx context.Context) (bool, error) {
+	deadline := time.Now().Add(m.c.quietMax)
+	for {
+		before := m.ctrl.cpuSeconds()
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(idleFor):
+		}
+		if err := m.ctrl.exited(); err != nil {
+			return false, err
+		}
+		if m.ctrl.cpuSeconds()-before <= idleCPU*idleFor.Seconds() {
+			return true, nil
+		}
+		if time.Now().After(deadline) {
+			m.logf("the controller still uses CPU after %s; carrying on", m.c.quietMax)
+			return false, nil
+		}
+	}
 }
 
 // waitQuiet waits until nothing watched was written for d, giving up (not

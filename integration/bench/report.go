@@ -44,10 +44,13 @@ type Results struct {
 }
 
 type InstallResult struct {
-	ReadyBy            string       `json:"readyBy"`
-	ReadyAfterMS       float64      `json:"readyAfterMs"`
-	SettledAfterMS     float64      `json:"settledAfterMs"`
-	Quiet              bool         `json:"quiet"`
+	ReadyBy        string  `json:"readyBy"`
+	ReadyAfterMS   float64 `json:"readyAfterMs"`
+	SettledAfterMS float64 `json:"settledAfterMs"`
+	Quiet          bool    `json:"quiet"`
+	// Idle: the controller's CPU use fell below 5 % of a core before its
+	// steady memory was read (false: it never did within -quiet-max).
+	Idle               bool         `json:"idle"`
 	Restarts           int          `json:"restarts"`
 	Restarted          []string     `json:"restarted,omitempty"`
 	KickRequests       *int64       `json:"kickRequestsCreated"`
@@ -204,6 +207,9 @@ func printReport(w io.Writer, r *Results) {
 	quiet := "quiet"
 	if !i.Quiet {
 		quiet = "NOT quiet, gave up waiting"
+	}
+	if quiet += ", idle"; !i.Idle {
+		quiet += " NOT reached"
 	}
 	fmt.Fprintf(t, "  settled after\t%s (%s)\n", fmtMS(i.SettledAfterMS), quiet)
 	fmt.Fprintf(t, "  restarts caused\t%s\n", strings.TrimSpace(fmt.Sprint(i.Restarts, " ", listShort(i.Restarted))))

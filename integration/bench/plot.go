@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -13,26 +14,44 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// The scale curve as a PNG: one panel per plotted metric (the first
-// `plotted` of scaleMetrics), one line per peer, the fixture's scale on x.
+// The scale curve as a PNG: one panel per entry of panels, one line per
+// peer, the fixture's scale on x.
 
-// plotSize is the PNG's size: small enough to keep in the repository,
-// large enough to read. 96 dpi.
+// panel is one chart: a metric of scaleMetrics, without the peers in skip.
+type panel struct {
+	metric, title string
+	skip          map[string]bool
+}
+
+// panels are drawn two per row. Reloader's memory dwarfs the others', so
+// the second panel shows the floor and KICK's builds on their own.
+var panels = []panel{
+	{metric: "RSS steady", title: "RSS steady (MB)"},
+	{metric: "RSS steady", title: "RSS steady without Reloader (MB)", skip: map[string]bool{peerReloader: true}},
+	{metric: "burst of 10 %, last restart", title: "burst of 10 % of the workloads, last restart (s)"},
+	{metric: "single change p50", title: "single change p50 (ms)"},
+	{metric: "install CPU", title: "install CPU (s)"},
+	{metric: "controller ready after", title: "install: ready after (s)"},
+}
+
+// The PNG's size: small enough to keep in the repository, large enough to
+// read.
 const (
 	plotWidth  = 8 * vg.Inch
-	plotHeight = 6 * vg.Inch
+	plotHeight = 9 * vg.Inch
 	plotDPI    = 96
 )
 
 // writePlot draws the curves of series into a PNG at path.
 func writePlot(path string, series []Series) error {
-	const rows, cols = 2, 2
+	const cols = 2
+	rows := (len(panels) + cols - 1) / cols
 	plots := make([][]*plot.Plot, rows)
 	for i := range plots {
 		plots[i] = make([]*plot.Plot, cols)
 	}
-	for i, m := range scaleMetrics[:plotted] {
-		p, err := metricPlot(m, series)
+	for i, pn := range panels {
+		p, err := panelPlot(pn, series)
 		if err != nil {
 			return err
 		}
@@ -40,8 +59,8 @@ func writePlot(path string, series []Series) error {
 	}
 	img := vgimg.NewWith(vgimg.UseWH(plotWidth, plotHeight), vgimg.UseDPI(plotDPI))
 	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
-		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter * 6, PadY: vg.Millimeter * 6,
+		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 4}
 	canvases := plot.Align(plots, tiles, dc)
 	for r := range plots {
 		for c := range plots[r] {
@@ -64,30 +83,54 @@ func writePlot(path string, series []Series) error {
 	return f.Close()
 }
 
-// metricPlot is one panel: metric m of every peer against the scale.
-func metricPlot(m scaleMetric, series []Series) (*plot.Plot, error) {
+// panelPlot is one panel: its metric of every peer not skipped against the
+// scale, each peer drawn alike in every panel. The y axis starts at 0 and
+// leaves room above the data for the legend.
+func panelPlot(pn panel, series []Series) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text = m.name
+	p.Title.Text = pn.title
 	p.X.Label.Text = "scale (×)"
-	p.Y.Label.Text = m.unit
-	p.Y.Min = 0
+	p.X.Tick.Marker = plainTicks{}
+	p.Y.Tick.Marker = plainTicks{}
 	p.Legend.Top, p.Legend.Left = true, true
-	var lines []any
+	style := map[string]int{}
+	top, lines := 0.0, 0
 	for _, s := range series {
-		if s.Metric != m.name {
+		if _, ok := style[s.Peer]; !ok {
+			style[s.Peer] = len(style)
+		}
+		if s.Metric != pn.metric || pn.skip[s.Peer] {
 			continue
 		}
 		xy := make(plotter.XYs, len(s.Values))
 		for i := range s.Values {
 			xy[i].X, xy[i].Y = s.Scales[i], s.Values[i]
+			top = max(top, s.Values[i])
 		}
-		lines = append(lines, s.Peer, xy)
+		l, pts, err := plotter.NewLinePoints(xy)
+		if err != nil {
+			return nil, fmt.Errorf("plot %s: %w", pn.title, err)
+		}
+		n := style[s.Peer]
+		l.Color, l.Dashes = plotutil.Color(n), plotutil.Dashes(n)
+		pts.Color, pts.Shape = plotutil.Color(n), plotutil.Shape(n)
+		p.Add(l, pts)
+		p.Legend.Add(s.Peer, l, pts)
+		lines++
 	}
-	if len(lines) == 0 {
-		return p, nil
-	}
-	if err := plotutil.AddLinePoints(p, lines...); err != nil {
-		return nil, fmt.Errorf("plot %s: %w", m.name, err)
-	}
+	p.Y.Min, p.Y.Max = 0, max(top, 1)*(1+0.12*float64(lines/2+1))
 	return p, nil
+}
+
+// plainTicks are gonum's default ticks labelled without trailing zeros.
+type plainTicks struct{}
+
+func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ticks {
+		if ticks[i].Label != "" {
+			ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'g', 6, 64)
+		}
+	}
+	return ticks
 }

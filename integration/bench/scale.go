@@ -70,9 +70,6 @@ var scaleMetrics = []scaleMetric{
 	}},
 }
 
-// plotted is how many of scaleMetrics the PNG shows.
-const plotted = 4
-
 // Series is one peer's cost at each scale and its fits.
 type Series struct {
 	Peer   string    `json:"peer"`

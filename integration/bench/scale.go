@@ -395,6 +395,10 @@ func printScale(w io.Writer, res *ScaleResults) {
 			vals = append(vals, fmt.Sprintf("%g×: %s", s.Scales[i], trimFloat(s.Values[i])))
 		}
 		f := s.Fit
+		if f.ScaleRatio == 0 { // one scale: nothing to fit
+			fmt.Fprintf(t, "  %s (%s)\t%s\t%s\t–\t–\t–\t–\t–\n", s.Metric, s.Unit, s.Peer, strings.Join(vals, ", "))
+			continue
+		}
 		verdict := "–"
 		if f.Exponent != 0 || f.Linear {
 			verdict = map[bool]string{true: "yes", false: "NO"}[f.Linear]

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"gonum.org/v1/plot"
@@ -89,8 +90,8 @@ func writePlot(path string, series []Series) error {
 func panelPlot(pn panel, series []Series) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = pn.title
-	p.X.Label.Text = "scale (×)"
-	p.X.Tick.Marker = plainTicks{}
+	p.X.Label.Text = "scale"
+	p.X.Tick.Marker = scaleTicks(series)
 	p.Y.Tick.Marker = plainTicks{}
 	p.Legend.Top, p.Legend.Left = true, true
 	style := map[string]int{}
@@ -120,6 +121,20 @@ func panelPlot(pn panel, series []Series) (*plot.Plot, error) {
 	}
 	p.Y.Min, p.Y.Max = 0, max(top, 1)*(1+0.12*float64(lines/2+1))
 	return p, nil
+}
+
+// scaleTicks marks the scales measured: 1×, 5×, 10×.
+func scaleTicks(series []Series) plot.ConstantTicks {
+	var scales []float64
+	for _, s := range series {
+		scales = append(scales, s.Scales...)
+	}
+	slices.Sort(scales)
+	var ticks plot.ConstantTicks
+	for _, v := range slices.Compact(scales) {
+		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', -1, 64) + "×"})
+	}
+	return ticks
 }
 
 // plainTicks are gonum's default ticks labelled without trailing zeros.

@@ -57,7 +57,7 @@ func counter(t *testing.T, reg *prometheus.Registry, name string, labels ...stri
 // testDispatcher is a dispatcher whose workers only run after d.run: until then, events
 // published on its router wait in the policies' subscriptions. The router's metrics and the
 // dispatcher's share reg.
-func testDispatcher(t *testing.T, capacity int) (*dispatcher, *prometheus.Registry) {
+func testDispatcher(t testing.TB, capacity int) (*dispatcher, *prometheus.Registry) {
 	reg := prometheus.NewRegistry()
 	rt := router.New(router.Options{Registerer: reg})
 	t.Cleanup(rt.Close)
@@ -69,7 +69,7 @@ func testDispatcher(t *testing.T, capacity int) (*dispatcher, *prometheus.Regist
 }
 
 // applyPolicy hands p to the dispatcher as the reconciler would, with cfg or prob.
-func applyPolicy(t *testing.T, d *dispatcher, p *kickv1alpha1.NotificationPolicy, cfg *deliveryConfig, prob *problem) *policyState {
+func applyPolicy(t testing.TB, d *dispatcher, p *kickv1alpha1.NotificationPolicy, cfg *deliveryConfig, prob *problem) *policyState {
 	t.Helper()
 	m, err := newMatcher(p.Spec)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/gitops"
+	_ "github.com/kick-operator/kick/gitops/argocd/internal/noi18n" // kubectl's translations stay unloaded
 	"github.com/kick-operator/kick/gitops/kinds"
 )
 

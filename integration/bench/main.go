@@ -19,13 +19,16 @@
 //
 // and prints them next to KICK's targets. With -peers it runs the floor,
 // KICK and stakater/Reloader one after another, each on a fresh control
-// plane with the same fixture and seed, and prints KICK's ratios to them. The exit code is 0 whenever the
+// plane with the same fixture and seed, and prints KICK's ratios to them.
+// With -scales it does that at several multiples of the fixture and fits
+// each cost against the fixture's size (scale.go). The exit code is 0 whenever the
 // measurement ran, whatever the verdicts; non-zero only when the harness
 // itself failed. Ctrl-C stops the controller and the control plane.
 //
 //	go run ./integration/bench -quick                  # smoke run, about a minute
 //	go run ./integration/bench -json bench.json        # the full default run
 //	go run ./integration/bench -peers floor,kick,reloader=/path/to/reloader   # one table with ratios
+//	go run ./integration/bench -scales 1,5,10 -peers floor,kick -json scale.json -plot scale.png   # the scale curve
 //
 // Placeholders in -controller, -ready-url and -metrics-url: {kubeconfig},
 // {namespace} (the benchmark namespace), {metrics-addr} and {probe-addr}
@@ -41,6 +44,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -64,11 +68,14 @@ type config struct {
 	kubeconfig   string
 	binDir       string
 	crdDirs      listFlag
+	upstreamCRDs bool
 	nodes        int
 	namespace    string
 	deployments  int
 	unused       int
+	unusedCMs    int
 	secretSize   int
+	burstPart    float64
 	rounds       int
 	createWorker int
 	burstWorker  int
@@ -98,7 +105,9 @@ type config struct {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	var err error
-	if spec, rest, ok := extractFlag(os.Args[1:], "peers"); ok {
+	if spec, rest, ok := extractFlag(os.Args[1:], "scales"); ok {
+		_, err = runScales(ctx, spec, rest, os.Stdout)
+	} else if spec, rest, ok := extractFlag(os.Args[1:], "peers"); ok {
 		_, err = runPeers(ctx, spec, rest, os.Stdout)
 	} else {
 		_, err = run(ctx, os.Args[1:], os.Stdout)
@@ -118,11 +127,14 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "use this existing cluster instead of starting a local control plane")
 	fs.StringVar(&c.binDir, "bin-dir", "bin/k8s", "control-plane binaries (make control-plane)")
 	fs.Var(&c.crdDirs, "crds", "comma-separated CRD directories installed into the local control plane")
+	fs.BoolVar(&c.upstreamCRDs, "upstream-crds", false, "also install the upstream CRDs collected in -bin-dir/crds (Argo CD, Flux, Rollouts, Kargo, Secrets Store CSI)")
 	fs.IntVar(&c.nodes, "nodes", 2, "kwok nodes")
 	fs.StringVar(&c.namespace, "namespace", "bench", "namespace of the workloads and Secrets (created; must not exist)")
 	fs.IntVar(&c.deployments, "deployments", 200, "Deployments, each consuming its own Secret")
 	fs.IntVar(&c.unused, "unused-secrets", 10000, "Secrets no workload consumes")
-	fs.IntVar(&c.secretSize, "secret-size", 4096, "bytes of data per Secret")
+	fs.IntVar(&c.unusedCMs, "unused-configmaps", 0, "ConfigMaps no workload consumes (-secret-size bytes each)")
+	fs.IntVar(&c.secretSize, "secret-size", 4096, "bytes of data per Secret or ConfigMap")
+	fs.Float64Var(&c.burstPart, "burst-fraction", 1, "fraction of the Deployments whose Secrets the burst changes at once (at least one)")
 	fs.IntVar(&c.rounds, "rounds", 30, "single-change latency rounds (distinct Deployments)")
 	fs.IntVar(&c.createWorker, "create-workers", 16, "concurrent creates while building the fixture")
 	fs.IntVar(&c.burstWorker, "burst-workers", 32, "concurrent Secret updates in the burst")
@@ -158,6 +170,9 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		if !set["unused-secrets"] {
 			c.unused = 500
 		}
+		if !set["unused-configmaps"] {
+			c.unusedCMs = min(c.unusedCMs, 250)
+		}
 		if !set["rounds"] {
 			c.rounds = 5
 		}
@@ -167,6 +182,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		return nil, errors.New("-deployments must be at least 1")
 	case c.rounds > c.deployments:
 		return nil, fmt.Errorf("-rounds (%d) needs as many Deployments, have %d", c.rounds, c.deployments)
+	case c.burstPart <= 0 || c.burstPart > 1:
+		return nil, errors.New("-burst-fraction must be in (0, 1]")
 	case c.createWorker < 1 || c.burstWorker < 1:
 		return nil, errors.New("worker counts must be at least 1")
 	case strings.TrimSpace(c.controller) == "":
@@ -185,6 +202,11 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		c.crdDirs[i] = c.abs(c.crdDirs[i])
 	}
 	return c, nil
+}
+
+// burstSize is how many consumed Secrets the burst changes.
+func (c *config) burstSize() int {
+	return min(max(int(math.Ceil(c.burstPart*float64(c.deployments)-1e-9)), 1), c.deployments)
 }
 
 // abs resolves a path relative to the repository root.

@@ -32,7 +32,7 @@ func measure(ctx context.Context, c *config, fx *fixture, logf func(string, ...a
 		Controller:  c.controller,
 		Setup:       c.setup.String(),
 		Cluster:     fmt.Sprintf("local control plane, %d kwok nodes", c.nodes),
-		Deployments: c.deployments, UnusedSecrets: c.unused, SecretBytes: c.secretSize, Rounds: c.rounds, Seed: c.seed,
+		Deployments: c.deployments, UnusedSecrets: c.unused, UnusedConfigMaps: c.unusedCMs, SecretBytes: c.secretSize, Rounds: c.rounds, Seed: c.seed,
 	}
 	if c.kubeconfig != "" {
 		res.Cluster = "existing cluster " + c.kubeconfig
@@ -111,10 +111,17 @@ func (m *phaseRunner) install(ctx context.Context, started time.Time, gens0 map[
 	if err != nil {
 		return err
 	}
+	// A controller that writes nothing on install (or has no readiness
+	// endpoint) may still be listing and caching the cluster: its steady
+	// memory is read once it idles.
+	idle, err := m.waitIdle(ctx)
+	if err != nil {
+		return err
+	}
 	end := time.Now()
-	r.Quiet, r.SettledAfterMS = quiet, ms(end.Sub(started))
+	r.Quiet, r.Idle, r.SettledAfterMS = quiet, idle, ms(end.Sub(started))
 	r.CPUSeconds = m.ctrl.cpuSeconds()
-	if steady := m.ctrl.memBetween(end.Add(-m.c.quiet), end); len(steady) > 0 {
+	if steady := m.ctrl.memBetween(end.Add(-idleFor), end); len(steady) > 0 {
 		pick := func(f func(memStat) int64) float64 {
 			v := make([]int64, len(steady))
 			for i, s := range steady {
@@ -152,6 +159,37 @@ func (m *phaseRunner) install(ctx context.Context, started time.Time, gens0 map[
 	}
 	m.logf("install: %d restarts, %d writes, settled after %s", r.Restarts, r.Writes, time.Duration(r.SettledAfterMS*1e6).Round(time.Millisecond))
 	return nil
+}
+
+// A controller idles when it used at most idleCPU seconds of CPU per second
+// over idleFor.
+const (
+	idleFor = 3 * time.Second
+	idleCPU = 0.05
+)
+
+// waitIdle waits until the controller idles, giving up (not idle) after
+// -quiet-max.
+func (m *phaseRunner) waitIdle(ctx context.Context) (bool, error) {
+	deadline := time.Now().Add(m.c.quietMax)
+	for {
+		before := m.ctrl.cpuSeconds()
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(idleFor):
+		}
+		if err := m.ctrl.exited(); err != nil {
+			return false, err
+		}
+		if m.ctrl.cpuSeconds()-before <= idleCPU*idleFor.Seconds() {
+			return true, nil
+		}
+		if time.Now().After(deadline) {
+			m.logf("the controller still uses CPU after %s; carrying on", m.c.quietMax)
+			return false, nil
+		}
+	}
 }
 
 // waitQuiet waits until nothing watched was written for d, giving up (not
@@ -260,11 +298,18 @@ func (m *phaseRunner) burst(ctx context.Context) error {
 	if err := m.settle(ctx, m.c.quiet); err != nil {
 		return err
 	}
-	n := m.c.deployments
+	n := m.c.burstSize()
+	// A part of the Deployments (-burst-fraction), chosen by the seed.
+	names := make([]string, n)
+	changed := make(map[string]bool, n)
+	for i, d := range rand.New(rand.NewPCG(uint64(m.c.seed), 1)).Perm(m.c.deployments)[:n] {
+		names[i] = consumedName(d)
+		changed[names[i]] = true
+	}
 	secretsAPI := m.fx.cs.CoreV1().Secrets(m.c.namespace)
 	secrets := make([]*corev1.Secret, n)
 	err := parallel(ctx, n, m.c.burstWorker, "reading Secrets for the burst", m.logf, func(i int) error {
-		s, err := secretsAPI.Get(ctx, consumedName(i), metav1.GetOptions{})
+		s, err := secretsAPI.Get(ctx, names[i], metav1.GetOptions{})
 		if err == nil {
 			s.Data = m.fx.payload()
 			secrets[i] = s
@@ -302,13 +347,12 @@ func (m *phaseRunner) burst(ctx context.Context) error {
 	}
 	r.Changed = n
 	r.UpdatesMS = ms(lastUpdate.Sub(t0))
-	m.tr.waitAll(ctx, m.c.burstWait, func(s *depState) bool { return s.firstAbove(gens[s.name]) != nil })
+	m.tr.waitAll(ctx, m.c.burstWait, func(s *depState) bool { return !changed[s.name] || s.firstAbove(gens[s.name]) != nil })
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	var last time.Time
-	for i := 0; i < n; i++ {
-		name := consumedName(i)
+	for i, name := range names {
 		changes := m.tr.changesAbove(name, gens[name])
 		if len(changes) == 0 {
 			r.Missing = append(r.Missing, name)

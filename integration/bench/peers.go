@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -28,6 +27,11 @@ const (
 	peerFloor    = "floor"
 	peerKick     = "kick"
 	peerReloader = "reloader"
+	// peerKickArgoCD is KICK on a cluster that serves the Argo CD CRDs
+	// (installed from -bin-dir/crds): the lean build hands over to
+	// kick-manager-argocd, the build that links the Argo CD integration.
+	// Flux is switched off, so only Argo CD's cost is added.
+	peerKickArgoCD = "kick-argocd"
 )
 
 // parsePeers turns "floor,kick,reloader=/path" into harness runs.
@@ -57,6 +61,12 @@ func parsePeers(spec string) ([]peer, error) {
 			}
 			out = append(out, peer{name, []string{"-controller", path + " --kubeconfig {kubeconfig} --namespace kick-system" +
 				" --metrics-bind-address {metrics-addr} --health-probe-bind-address {probe-addr}"}})
+		case peerKickArgoCD:
+			if path == "" {
+				path = "bin/kick-manager"
+			}
+			out = append(out, peer{name, []string{"-upstream-crds", "-controller", path + " --kubeconfig {kubeconfig} --namespace kick-system" +
+				" --enable-flux=false --metrics-bind-address {metrics-addr} --health-probe-bind-address {probe-addr}"}})
 		case peerReloader:
 			if path == "" {
 				return nil, fmt.Errorf("reloader needs its binary: reloader=/path/to/reloader (see docs/operations/performance.md)")
@@ -68,7 +78,7 @@ func parsePeers(spec string) ([]peer, error) {
 				"-workload-annotations", "reloader.stakater.com/auto=true",
 				"-controller", "env KUBECONFIG={kubeconfig} " + path + " --namespaces-to-ignore=kube-system"}})
 		default:
-			return nil, fmt.Errorf("unknown peer %q; use floor, kick and reloader=PATH", name)
+			return nil, fmt.Errorf("unknown peer %q; use floor, kick, kick-argocd and reloader=PATH", name)
 		}
 	}
 	if !seen[peerKick] {
@@ -149,13 +159,7 @@ func runPeers(ctx context.Context, spec string, args []string, out io.Writer) (*
 	res.Comparison = compare(res.Runs)
 	printComparison(out, res)
 	if jsonPath != "" {
-		data, err := json.MarshalIndent(res, "", "  ")
-		if err != nil {
-			return res, err
-		}
-		if err := os.WriteFile(jsonPath, append(data, '\n'), 0o644); err != nil {
-			return res, err
-		}
+		return res, writeJSON(jsonPath, res)
 	}
 	return res, nil
 }
@@ -246,6 +250,9 @@ func compare(runs []PeerRun) []Comparison {
 				row.Ratios[peerKick+"/"+other] = kick / v
 			}
 		}
+		if v, ok := row.Values[peerKickArgoCD]; ok && hasKick && kick > 0 {
+			row.Ratios[peerKickArgoCD+"/"+peerKick] = v / kick
+		}
 		var goals []string
 		verdict := ""
 		judge := func(goal string, measured, pass bool) {
@@ -278,6 +285,9 @@ func compare(runs []PeerRun) []Comparison {
 	return rows
 }
 
+// ratioKeys are the ratio columns of the comparison.
+var ratioKeys = []string{peerKick + "/" + peerFloor, peerKick + "/" + peerReloader, peerKickArgoCD + "/" + peerKick}
+
 func printComparison(w io.Writer, res *PeerResults) {
 	fmt.Fprintf(w, "\n══ Peers, one run each on a fresh control plane, same fixture and seed\n")
 	names := make([]string, 0, len(res.Runs))
@@ -288,7 +298,7 @@ func printComparison(w io.Writer, res *PeerResults) {
 		}
 	}
 	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(t, "  metric\t%s\tkick/floor\tkick/reloader\tgoal\tverdict\n", strings.Join(names, "\t"))
+	fmt.Fprintf(t, "  metric\t%s\t%s\tgoal\tverdict\n", strings.Join(names, "\t"), strings.Join(ratioKeys, "\t"))
 	for _, row := range res.Comparison {
 		fmt.Fprintf(t, "  %s (%s)", row.Metric, row.Unit)
 		for _, n := range names {
@@ -298,7 +308,7 @@ func printComparison(w io.Writer, res *PeerResults) {
 				fmt.Fprintf(t, "\tn/a")
 			}
 		}
-		for _, key := range []string{"kick/floor", "kick/reloader"} {
+		for _, key := range ratioKeys {
 			if v, ok := row.Ratios[key]; ok {
 				fmt.Fprintf(t, "\t%.2f×", v)
 			} else {

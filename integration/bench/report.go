@@ -22,9 +22,11 @@ type Results struct {
 	Cluster       string    `json:"cluster"`
 	Deployments   int       `json:"deployments"`
 	UnusedSecrets int       `json:"unusedSecrets"`
-	SecretBytes   int       `json:"secretBytes"`
-	Rounds        int       `json:"rounds"`
-	Seed          int64     `json:"seed"`
+	// UnusedConfigMaps are ConfigMaps no workload consumes.
+	UnusedConfigMaps int   `json:"unusedConfigMaps,omitempty"`
+	SecretBytes      int   `json:"secretBytes"`
+	Rounds           int   `json:"rounds"`
+	Seed             int64 `json:"seed"`
 	// LoadAvg is the host's 1-minute load average when the controller
 	// started and when the run ended: other work on the host skews timings.
 	LoadAvg       [2]string `json:"loadAvg"`
@@ -42,10 +44,13 @@ type Results struct {
 }
 
 type InstallResult struct {
-	ReadyBy            string       `json:"readyBy"`
-	ReadyAfterMS       float64      `json:"readyAfterMs"`
-	SettledAfterMS     float64      `json:"settledAfterMs"`
-	Quiet              bool         `json:"quiet"`
+	ReadyBy        string  `json:"readyBy"`
+	ReadyAfterMS   float64 `json:"readyAfterMs"`
+	SettledAfterMS float64 `json:"settledAfterMs"`
+	Quiet          bool    `json:"quiet"`
+	// Idle: the controller's CPU use fell below 5 % of a core before its
+	// steady memory was read (false: it never did within -quiet-max).
+	Idle               bool         `json:"idle"`
 	Restarts           int          `json:"restarts"`
 	Restarted          []string     `json:"restarted,omitempty"`
 	KickRequests       *int64       `json:"kickRequestsCreated"`
@@ -189,7 +194,7 @@ func printReport(w io.Writer, r *Results) {
 	fmt.Fprintf(t, "controller\t%s\n", r.Controller)
 	fmt.Fprintf(t, "setup\t%s\n", orNone(r.Setup))
 	fmt.Fprintf(t, "cluster\t%s\n", r.Cluster)
-	fmt.Fprintf(t, "fixture\t%d Deployments (1 replica) each consuming its own %d-byte Secret via envFrom; %d unconsumed Secrets\n", r.Deployments, r.SecretBytes, r.UnusedSecrets)
+	fmt.Fprintf(t, "fixture\t%d Deployments (1 replica) each consuming its own %d-byte Secret via envFrom; %d unconsumed Secrets, %d unconsumed ConfigMaps\n", r.Deployments, r.SecretBytes, r.UnusedSecrets, r.UnusedConfigMaps)
 	fmt.Fprintf(t, "host\t%d CPUs, %s %s/%s (harness, API server and controller share them); load average %s at controller start, %s at the end\n",
 		runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH, r.LoadAvg[0], r.LoadAvg[1])
 	fmt.Fprintf(t, "controller log\t%s\n", r.ControllerLog)
@@ -202,6 +207,9 @@ func printReport(w io.Writer, r *Results) {
 	quiet := "quiet"
 	if !i.Quiet {
 		quiet = "NOT quiet, gave up waiting"
+	}
+	if quiet += ", idle"; !i.Idle {
+		quiet += " NOT reached"
 	}
 	fmt.Fprintf(t, "  settled after\t%s (%s)\n", fmtMS(i.SettledAfterMS), quiet)
 	fmt.Fprintf(t, "  restarts caused\t%s\n", strings.TrimSpace(fmt.Sprint(i.Restarts, " ", listShort(i.Restarted))))
@@ -344,8 +352,9 @@ func loadAvg() string {
 	return "?"
 }
 
-func writeJSON(path string, r *Results) error {
-	data, err := json.MarshalIndent(r, "", "  ")
+// writeJSON writes v, indented, to path.
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}

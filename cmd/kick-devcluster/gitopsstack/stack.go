@@ -121,12 +121,12 @@ func Start(ctx context.Context, c *controlplane.Cluster, opts Options) (_ *Stack
 	s.progress("git server on %s", s.Git.URL)
 	if opts.Argo {
 		if err := s.startArgo(ctx); err != nil {
-			return nil, fmt.Errorf("Argo CD: %w", err)
+			return nil, fmt.Errorf("start argo cd: %w", err)
 		}
 	}
 	if opts.Flux {
 		if err := s.startFlux(ctx); err != nil {
-			return nil, fmt.Errorf("Flux: %w", err)
+			return nil, fmt.Errorf("start flux: %w", err)
 		}
 	}
 	if err := s.probe(ctx); err != nil {

@@ -12,41 +12,17 @@ gitops=${3:?usage: demo-gitops.sh BIN_DIR K8S_BIN_DIR GITOPS_BIN_DIR}
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir="${DEMO_DIR:-$root/.demo-gitops}"
 rm -rf "$dir/work" && mkdir -p "$dir"
-say() { printf '\n\033[1m[demo-gitops] %s\033[0m\n' "$*"; }
+DEMO_TAG=demo-gitops
+# shellcheck source=hack/demo-lib.sh
+source "$root/hack/demo-lib.sh"
 
-pids=()
-cleanup() {
-  local code=$?
-  say "stopping"
-  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
-    kill -TERM "${pids[i]}" 2>/dev/null || true
-    wait "${pids[i]}" 2>/dev/null || true
-  done
-  exit "$code"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-for port in 18180 18181 18182; do
-  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-    echo "port 127.0.0.1:$port is in use (another demo still running?); stop it and try again"; exit 1
-  fi
-done
+demo_ports_free 18180 18181 18182
 
 say "starting the local control plane with Argo CD and a git server (about a minute)"
 started=$SECONDS
-"$bin/kick-devcluster" up --dir "$dir/cluster" --bin-dir "$k8s" --kick-crds "$root/deploy/crds" \
-  --gitops argocd --gitops-bin-dir "$gitops" >"$dir/devcluster.out" 2>"$dir/devcluster.err" &
-pids+=($!)
-for _ in $(seq 1 400); do
-  grep -q '^ready' "$dir/devcluster.out" 2>/dev/null && break
-  if ! kill -0 "${pids[0]}" 2>/dev/null; then
-    echo "kick-devcluster failed:"; cat "$dir/devcluster.err"; exit 1
-  fi
-  sleep 1
-done
-grep -q '^ready' "$dir/devcluster.out" || { echo "kick-devcluster did not become ready"; tail -50 "$dir/devcluster.err"; exit 1; }
-cat "$dir/devcluster.out"
+demo_bg "$bin/kick-devcluster" up --dir "$dir/cluster" --bin-dir "$k8s" --kick-crds "$root/deploy/crds" \
+  --gitops argocd --gitops-bin-dir "$gitops" >"$dir/devcluster.out" 2>"$dir/devcluster.err"
+demo_wait_devcluster "$dir" 400
 echo "(up in $((SECONDS - started))s)"
 giturl=$(sed -n 's/^gitops: git server \(http:[^ ]*\) (repositories in \([^)]*\)).*/\1/p' "$dir/devcluster.out")
 gitroot=$(sed -n 's/^gitops: git server \(http:[^ ]*\) (repositories in \([^)]*\)).*/\2/p' "$dir/devcluster.out")
@@ -56,16 +32,10 @@ kubectl="$k8s/kubectl"
 "$kubectl" create namespace kick-system >/dev/null
 
 say "starting kick-manager (log: $dir/manager.log)"
-"$bin/kick-manager" --kubeconfig "$KUBECONFIG" --namespace kick-system --argocd-namespace argocd \
+demo_bg "$bin/kick-manager" --kubeconfig "$KUBECONFIG" --namespace kick-system --argocd-namespace argocd \
   --metrics-bind-address 127.0.0.1:18180 --health-probe-bind-address 127.0.0.1:18181 \
-  --timeline-bind-address 127.0.0.1:18182 >"$dir/manager.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 60); do
-  curl -fsS http://127.0.0.1:18181/readyz >/dev/null 2>&1 && break
-  kill -0 "${pids[1]}" 2>/dev/null || { echo "kick-manager failed:"; cat "$dir/manager.log"; exit 1; }
-  sleep 1
-done
-curl -fsS http://127.0.0.1:18181/readyz >/dev/null || { echo "kick-manager is not ready"; tail -50 "$dir/manager.log"; exit 1; }
+  --timeline-bind-address 127.0.0.1:18182 >"$dir/manager.log" 2>&1
+demo_wait_manager 18181 "$dir/manager.log"
 
 say "pushing the shop repository to the git server: web/deployment.yaml"
 git=(git -c user.name=demo -c user.email=demo@kick.invalid)
@@ -152,13 +122,7 @@ done
 [[ $held == 1 ]] || { echo "KICK did not hold the restart"; tail -50 "$dir/manager.log"; exit 1; }
 
 say "waiting for the window to end ($((end - $(date +%s)))s)"
-ok=0
-for _ in $(seq 1 200); do
-  [[ "$("$kubectl" -n shop get kickrequest deployment-web -o jsonpath='{.status.phase}' 2>/dev/null)" == "Succeeded" ]] && { ok=1; break; }
-  sleep 1
-done
-"$kubectl" -n shop get kickrequests
-[[ $ok == 1 ]] || { echo "the KickRequest did not reach Succeeded"; tail -50 "$dir/manager.log"; exit 1; }
+demo_wait_succeeded shop 200 "$dir/manager.log"
 stamp=$("$kubectl" -n shop get deployment web -o jsonpath='{.spec.template.metadata.annotations.kubectl\.kubernetes\.io/restartedAt}')
 echo "restarted at $stamp; the window ended at $(date -u -d "@$end" +%Y-%m-%dT%H:%M:%SZ)"
 (( $(date -u -d "$stamp" +%s) >= end )) || { echo "the restart came before the window ended"; exit 1; }

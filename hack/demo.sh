@@ -11,66 +11,31 @@ k8s=${2:?usage: demo.sh BIN_DIR K8S_BIN_DIR}
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir="${DEMO_DIR:-$root/.demo}"
 mkdir -p "$dir"
-say() { printf '\n\033[1m[demo] %s\033[0m\n' "$*"; }
+DEMO_TAG=demo
+# shellcheck source=hack/demo-lib.sh
+source "$root/hack/demo-lib.sh"
 
-pids=()
-cleanup() {
-  local code=$?
-  say "stopping"
-  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
-    kill -TERM "${pids[i]}" 2>/dev/null || true
-    wait "${pids[i]}" 2>/dev/null || true
-  done
-  exit "$code"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# The demo's fixed ports must be free; a demo still running elsewhere would
-# otherwise make the manager or the receiver fail half-way.
-for port in 18080 18081 18082 18090; do
-  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-    echo "port 127.0.0.1:$port is in use (another demo still running?); stop it and try again"; exit 1
-  fi
-done
+demo_ports_free 18080 18081 18082 18090
 
 say "starting the local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok)"
-"$bin/kick-devcluster" up --dir "$dir/cluster" --bin-dir "$k8s" --kick-crds "$root/deploy/crds" \
-  >"$dir/devcluster.out" 2>"$dir/devcluster.err" &
-pids+=($!)
-for _ in $(seq 1 300); do
-  grep -q '^ready' "$dir/devcluster.out" 2>/dev/null && break
-  if ! kill -0 "${pids[0]}" 2>/dev/null; then
-    echo "kick-devcluster failed:"; cat "$dir/devcluster.err"; exit 1
-  fi
-  sleep 1
-done
-grep -q '^ready' "$dir/devcluster.out" || { echo "kick-devcluster did not become ready"; cat "$dir/devcluster.err"; exit 1; }
-cat "$dir/devcluster.out"
+demo_bg "$bin/kick-devcluster" up --dir "$dir/cluster" --bin-dir "$k8s" --kick-crds "$root/deploy/crds" \
+  >"$dir/devcluster.out" 2>"$dir/devcluster.err"
+demo_wait_devcluster "$dir" 300
 
 export KUBECONFIG="$dir/cluster/kubeconfig"
 kubectl="$k8s/kubectl"
 "$kubectl" create namespace kick-system >/dev/null
 
 say "starting kick-manager (log: $dir/manager.log)"
-"$bin/kick-manager" --kubeconfig "$KUBECONFIG" --namespace kick-system \
+demo_bg "$bin/kick-manager" --kubeconfig "$KUBECONFIG" --namespace kick-system \
   --metrics-bind-address 127.0.0.1:18080 --health-probe-bind-address 127.0.0.1:18081 \
   --timeline-bind-address 127.0.0.1:18082 \
   --webhook-allow-cidrs 127.0.0.1/32 \
-  >"$dir/manager.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 60); do
-  curl -fsS http://127.0.0.1:18081/readyz >/dev/null 2>&1 && break
-  if ! kill -0 "${pids[1]}" 2>/dev/null; then
-    echo "kick-manager failed:"; cat "$dir/manager.log"; exit 1
-  fi
-  sleep 1
-done
-curl -fsS http://127.0.0.1:18081/readyz >/dev/null || { echo "kick-manager is not ready"; cat "$dir/manager.log"; exit 1; }
+  >"$dir/manager.log" 2>&1
+demo_wait_manager 18081 "$dir/manager.log"
 
 say "starting a CloudEvents receiver on 127.0.0.1:18090 (log: $dir/receiver.log)"
-"$bin/kick-devcluster" receive --port 18090 >"$dir/receiver.log" 2>&1 &
-pids+=($!)
+demo_bg "$bin/kick-devcluster" receive --port 18090 >"$dir/receiver.log" 2>&1
 for _ in $(seq 1 30); do
   (exec 3<>/dev/tcp/127.0.0.1/18090) 2>/dev/null && break
   sleep 1
@@ -129,14 +94,7 @@ done
 
 say "changing the Secret's data"
 "$kubectl" -n shop patch secret web-secret --type merge -p '{"stringData":{"API_TOKEN":"bravo"}}'
-ok=0
-for _ in $(seq 1 90); do
-  phase=$("$kubectl" -n shop get kickrequest deployment-web -o jsonpath='{.status.phase}' 2>/dev/null || true)
-  if [[ "$phase" == "Succeeded" ]]; then ok=1; break; fi
-  sleep 1
-done
-"$kubectl" -n shop get kickrequests
-[[ $ok == 1 ]] || { echo "the KickRequest did not reach Succeeded"; tail -50 "$dir/manager.log"; exit 1; }
+demo_wait_succeeded shop 90 "$dir/manager.log"
 say "the Deployment rolled out a new ReplicaSet"
 "$kubectl" -n shop get replicasets
 [[ $("$kubectl" -n shop get replicasets -o name | wc -l) -ge 2 ]] || { echo "no new ReplicaSet"; exit 1; }

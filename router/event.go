@@ -158,7 +158,9 @@ type GateChanged struct {
 	// OpensAt is when the decision may change without any object changing (a window end);
 	// zero when unknown.
 	OpensAt time.Time
-	// Time is when the decision was made: the request's status.gate.lastEvaluated.
+	// Time is when the decision was made: the reconciler's clock when it
+	// announces a fresh decision, status.gate.lastEvaluated (whole seconds)
+	// when a restarted manager replays it. The id uses only its second.
 	Time time.Time
 	// Traceparent is the W3C traceparent of the request's restart cycle;
 	// empty when it has none.
@@ -170,9 +172,9 @@ func (e GateChanged) Key() string   { return e.Request.String() }
 func (GateChanged) isEvent()        {}
 
 // DecisionID is this decision's stable id (32 hex characters): TransitionID of the request UID,
-// "gate/" plus the reason, and the decision time. A retry, or a manager that restarted and
-// read the time back from status.gate.lastEvaluated, computes the same id; it never equals the
-// id of a phase transition, since phase names contain no slash.
+// "gate/" plus the reason, and the decision time cut to the second, as status.gate.lastEvaluated
+// stores it. A retry, or a manager that restarted and read the time back from status, computes
+// the same id; it never equals the id of a phase transition, since phase names contain no slash.
 func (e GateChanged) DecisionID() string {
-	return TransitionID(e.Request.UID, "gate/"+e.Reason, e.Time)
+	return TransitionID(e.Request.UID, "gate/"+e.Reason, e.Time.Truncate(time.Second))
 }

@@ -84,9 +84,15 @@ func TestDecisionID(t *testing.T) {
 	if again.DecisionID() != id {
 		t.Errorf("the same decision got %q, want %q", again.DecisionID(), id)
 	}
+	// Read back from status.gate.lastEvaluated, which keeps whole seconds:
+	// the same id as the live announcement at full precision.
+	again.Time = at.Truncate(time.Second)
+	if again.DecisionID() != id {
+		t.Errorf("the same decision got %q, want %q", again.DecisionID(), id)
+	}
 	for name, other := range map[string]GateChanged{
 		"other reason":  {Request: ev.Request, Reason: "Allowed", Allowed: true, Time: at},
-		"other time":    {Request: ev.Request, Reason: ev.Reason, Time: at.Add(time.Nanosecond)},
+		"other time":    {Request: ev.Request, Reason: ev.Reason, Time: at.Add(time.Second)},
 		"other request": {Request: RequestRef{Namespace: "shop", Name: "web-x", UID: "uid-2"}, Reason: ev.Reason, Time: at},
 	} {
 		if other.DecisionID() == id {

@@ -324,11 +324,17 @@ func TestArgoCDCommitAndSecretChange(t *testing.T) {
 	s.waitApp(app, "to be OutOfSync at the new commit", time.Minute, func(a *argov1alpha1.Application) bool {
 		return a.Status.Sync.Status == argov1alpha1.SyncStatusCodeOutOfSync && a.Status.Sync.Revision == second
 	})
-	changed := s.change("web")
+	s.change("web")
 	kr := s.waitGate("web", kickv1alpha1.PhaseWaitingForApplicationSync, kickv1alpha1.GateOwnerOutOfSync, "is OutOfSync, not Synced")
 	s.owner(kr, kickv1alpha1.ProviderArgoCD, "Application", s.stack.ArgoNamespace, app)
 
-	s.pastSecondOf(changed)
+	// After the second in which KICK saw the change (the test's own clock
+	// read before the write can be a second earlier): a rollout in that
+	// second would rightly count as older than the change.
+	if kr.Status.LatestObservedDependencyChange == nil {
+		t.Fatalf("the waiting request has no latestObservedDependencyChange: %+v", kr.Status)
+	}
+	s.pastSecondOf(kr.Status.LatestObservedDependencyChange.Time)
 	s.updateApp(app, func(a *argov1alpha1.Application) { a.Operation = syncOperation() })
 	s.syncedAt(app, second)
 	s.waitDeployed("web", "2")

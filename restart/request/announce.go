@@ -59,7 +59,10 @@ func (r *Reconciler) announceGate(ctx context.Context, orig, kr *kickv1alpha1.Ki
 	if !g.Reason.Blocks() && !wasBlocked {
 		return
 	}
-	ev := gateEvent(kr, s.handle.Target)
+	// The decision was made now (lastEvaluated was set from s.now; the
+	// status write cut it to the second). The precise time keeps the
+	// decision after the change that caused it on the timeline.
+	ev := gateEvent(kr, s.handle.Target, s.now)
 	if err := r.Router.Publish(ctx, ev); err != nil {
 		log.FromContext(ctx).Error(err, "publish gate change")
 	}
@@ -103,9 +106,15 @@ func phaseEvent(kr *kickv1alpha1.KickRequest, from kickv1alpha1.KickRequestPhase
 
 // gateEvent is the GateChanged of kr's current gate decision (status.gate,
 // which the caller checked is set and evaluated); target is the target
-// workload (nil when it could not be read).
-func gateEvent(kr *kickv1alpha1.KickRequest, target client.Object) router.GateChanged {
+// workload (nil when it could not be read). decidedAt is the decision's
+// time at full precision when known; it is used when it lies in the
+// second status.gate.lastEvaluated keeps, which is used otherwise.
+func gateEvent(kr *kickv1alpha1.KickRequest, target client.Object, decidedAt time.Time) router.GateChanged {
 	g := kr.Status.Gate
+	at := g.LastEvaluated.Rfc3339Copy().Time
+	if decidedAt.Truncate(time.Second).Equal(at) {
+		at = decidedAt
+	}
 	ev := router.GateChanged{
 		Request:  requestRef(kr),
 		Target:   targetRef(kr),
@@ -115,8 +124,8 @@ func gateEvent(kr *kickv1alpha1.KickRequest, target client.Object) router.GateCh
 		Allowed:  !g.Reason.Blocks(),
 		Reason:   string(g.Reason),
 		Message:  g.Message,
-		// The persisted (whole-second) time, so the id is the same after a restart.
-		Time:        g.LastEvaluated.Rfc3339Copy().Time,
+		// DecisionID uses its second only, so the id is the same after a restart.
+		Time:        at,
 		Traceparent: tracing.Of(kr),
 	}
 	if target != nil {

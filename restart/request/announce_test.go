@@ -63,6 +63,32 @@ func TestGateChangesArePublished(t *testing.T) {
 	}
 }
 
+// TestGateDecisionKeepsItsPreciseTime: a fresh decision is announced at
+// the reconciler's clock, not at the second the status keeps, so it sorts
+// after a change made earlier in that second; the id is the one a
+// restarted manager computes from the stored status. A decision time from
+// another second (a stale clock) is not trusted over the stored one.
+func TestGateDecisionKeepsItsPreciseTime(t *testing.T) {
+	decided := time.Date(2026, 5, 1, 10, 0, 7, 640000000, time.UTC)
+	stored := decided.Truncate(time.Second)
+	kr := &kickv1alpha1.KickRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "deployment-web", UID: "u1"},
+		Status: kickv1alpha1.KickRequestStatus{Phase: kickv1alpha1.PhaseWaitingForGate, Gate: gateAt(kickv1alpha1.GateOutsideSchedule, "Schedule", stored)}}
+	live := gateEvent(kr, nil, decided)
+	if !live.Time.Equal(decided) {
+		t.Errorf("live decision at %v, want %v", live.Time, decided)
+	}
+	replayed := gateEvent(kr, nil, time.Time{})
+	if !replayed.Time.Equal(stored) {
+		t.Errorf("replayed decision at %v, want the stored %v", replayed.Time, stored)
+	}
+	if live.DecisionID() != replayed.DecisionID() {
+		t.Errorf("live id %s, replayed id %s: a restarted manager would notify the decision again", live.DecisionID(), replayed.DecisionID())
+	}
+	if other := gateEvent(kr, nil, decided.Add(2*time.Second)); !other.Time.Equal(stored) {
+		t.Errorf("a decision time outside the stored second was used: %v", other.Time)
+	}
+}
+
 // TestTransitionTimeIsThePersistedOne: the time a phase notification's id
 // is derived from is the one the stored status keeps, so it can be
 // recomputed from the object after a restart.

@@ -81,7 +81,7 @@ func replayEvents(kr *kickv1alpha1.KickRequest, target client.Object, since time
 	}
 	if g := st.Gate; g != nil && g.Reason.Blocks() && g.LastEvaluated != nil && !st.Phase.IsTerminal() &&
 		!g.LastEvaluated.Rfc3339Copy().Time.Before(since) {
-		out = append(out, gateEvent(kr, target))
+		out = append(out, gateEvent(kr, target, time.Time{}))
 	}
 	return out
 }

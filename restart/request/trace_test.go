@@ -30,7 +30,7 @@ func TestEventsCarryTheStoredTraceparent(t *testing.T) {
 	if got := phaseEvent(kr, "", nil, time.Now()).Traceparent; got != traceparent {
 		t.Errorf("PhaseChanged.Traceparent = %q", got)
 	}
-	if got := gateEvent(kr, nil).Traceparent; got != traceparent {
+	if got := gateEvent(kr, nil, time.Time{}).Traceparent; got != traceparent {
 		t.Errorf("GateChanged.Traceparent = %q", got)
 	}
 	kr.Annotations[kickv1alpha1.TraceparentAnnotation] = "forged\r\nheader"

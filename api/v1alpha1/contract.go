@@ -35,6 +35,17 @@ const (
 	// stopped in between), the request restarts it the usual way.
 	RestartAnnotation = "kick.corewire.io/restart"
 
+	// RestartedForAnnotation is written on a workload in the same write as
+	// a restart the manager applies before its bookkeeping is durable (the
+	// immediately allowed restart): the restart stamp, the change it
+	// answers and the Secrets and ConfigMaps (with the resourceVersion of
+	// the content) whose records were still being written. A manager that
+	// stopped right after that write reads it back, so it neither restarts
+	// the workload again for content it already answered nor loses the
+	// restart's KickRequest. Only believed while the workload still carries
+	// that stamp.
+	RestartedForAnnotation = "kick.corewire.io/restarted-for"
+
 	// TraceparentAnnotation carries the W3C traceparent of the restart
 	// cycle's first span (dependency.changed): the manager writes it with
 	// the change when it creates or reopens a request while tracing is on,

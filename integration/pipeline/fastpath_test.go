@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -10,9 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	corev1 "k8s.io/api/core/v1"
+
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/integration/fixture"
 	"github.com/kick-operator/kick/restart/assess"
+	"github.com/kick-operator/kick/restart/evidence"
 	"github.com/kick-operator/kick/restart/freshness"
 )
 
@@ -32,7 +36,100 @@ func TestImmediateRestartWritesLittle(t *testing.T) {
 	if kr.Status.RestartCount != 1 || kr.Status.CurrentRollout == nil || kr.Status.CurrentRollout.RestartedAt != stamp {
 		t.Fatalf("request did not record the driver's restart: %+v", kr.Status)
 	}
+	// The restart was written ahead of its bookkeeping: it carries the
+	// note that speaks for it after a crash.
+	var web appsv1.Deployment
+	if err := f.Env.Client.Get(f.Ctx, client.ObjectKey{Namespace: f.NS, Name: "web"}, &web); err != nil {
+		t.Fatal(err)
+	}
+	note, err := evidence.Parse(web.Annotations[kickv1alpha1.RestartedForAnnotation])
+	if err != nil || note.Stamp != stamp || note.Change.IsZero() {
+		t.Fatalf("restarted-for note %q (%v), want one for stamp %s", web.Annotations[kickv1alpha1.RestartedForAnnotation], err, stamp)
+	}
 	f.WaitReplicaSets("web", 2)
+}
+
+// crashedAfterTheRestart builds what a manager leaves when it dies right
+// after the driver's restart of web for db's new content, before the
+// record of the change and the request are written: the record still holds
+// the old content, no request exists, and web carries the given note (the
+// driver's names db at the new version) and, when restarted is set, the
+// stamp (which rolls web out once).
+func crashedAfterTheRestart(t *testing.T, restarted bool, note func(rv, stamp string) string) (*fixture.F, string) {
+	f := fixture.Setup(t)
+	f.Policy("all", selectAll)
+	f.WebWithSecret()
+	baseline := f.WaitObservation("db").ResourceVersion
+	f.Mgr.Kill()
+
+	f.SetSecret("db", map[string]string{"password": "bravo"})
+	var db corev1.Secret
+	if err := f.Env.Client.Get(f.Ctx, client.ObjectKey{Namespace: f.NS, Name: "db"}, &db); err != nil {
+		t.Fatal(err)
+	}
+	stamp := freshness.FormatStamp(time.Now())
+	write := map[string]any{
+		"metadata": map[string]any{"annotations": map[string]string{kickv1alpha1.RestartedForAnnotation: note(db.ResourceVersion, stamp)}},
+	}
+	if restarted {
+		write["spec"] = map[string]any{"template": map[string]any{"metadata": map[string]any{
+			"annotations": map[string]string{freshness.RestartedAtAnnotation: stamp}}}}
+	}
+	patch, err := json.Marshal(write)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: f.NS, Name: "web"}}
+	if err := f.Env.Client.Patch(f.Ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	if rec := f.WaitObservation("db"); rec.ResourceVersion != baseline {
+		t.Fatalf("the record changed while no manager ran")
+	}
+	f.Mgr = f.Env.StartManager(t, fixture.ManagerNamespace)
+	return f, stamp
+}
+
+// TestCrashAfterTheRestartBeforeItsBookkeepingRestartsNoMore: the next
+// manager finds db's new content unrecorded, but web's note shows a
+// restart answered exactly that version: it dates the change to that
+// restart, writes the missing request (which follows the rollout already
+// running) and restarts nothing.
+func TestCrashAfterTheRestartBeforeItsBookkeepingRestartsNoMore(t *testing.T) {
+	f, stamp := crashedAfterTheRestart(t, true, func(rv, stamp string) string {
+		return evidence.Note{Stamp: stamp, Change: time.Now().Add(-time.Millisecond),
+			Sources: []evidence.Source{{Kind: "Secret", Name: "db", ResourceVersion: rv}}}.String()
+	})
+	kr := f.WaitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 60*time.Second)
+	if kr.Annotations[kickv1alpha1.RestartAnnotation] != stamp || kr.Status.RestartCount != 1 ||
+		kr.Status.CurrentRollout == nil || kr.Status.CurrentRollout.RestartedAt != stamp {
+		t.Fatalf("the request does not record the restart of stamp %s: annotations %v, status %+v", stamp, kr.Annotations, kr.Status)
+	}
+	f.Barrier()
+	if got := f.RestartStamp("web"); got != stamp {
+		t.Fatalf("the new manager restarted web again: stamp %q, want %q", got, stamp)
+	}
+	rec := f.WaitObservation("db")
+	if at, _ := freshness.ParseStamp(stamp); rec.Spec.LastRelevantChangeTime == nil || rec.Spec.LastRelevantChangeTime.After(at) {
+		t.Fatalf("db's change is dated %v, after the restart that answered it (%s)", rec.Spec.LastRelevantChangeTime, stamp)
+	}
+	f.WaitReplicaSets("web", 2)
+}
+
+// TestAForgedRestartNoteHoldsNothingBack plays a tenant who writes a note
+// naming db's new version on web, which nothing restarted for it (web
+// does not carry the note's stamp): the note is ignored, no request is
+// made up for it, and the next manager restarts web once.
+func TestAForgedRestartNoteHoldsNothingBack(t *testing.T) {
+	f, stamp := crashedAfterTheRestart(t, false, func(rv, stamp string) string {
+		return evidence.Note{Stamp: stamp, Change: time.Now().Add(-time.Hour),
+			Sources: []evidence.Source{{Kind: "Secret", Name: "db", ResourceVersion: rv}}}.String()
+	})
+	kr := f.WaitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 60*time.Second)
+	if kr.Annotations[kickv1alpha1.RestartAnnotation] == stamp {
+		t.Fatalf("a request was made up for the forged note's stamp %s", stamp)
+	}
+	restartedOnceByNewManager(t, f, stamp)
 }
 
 // The two moments a manager can die on the driver's path leave durable
@@ -152,4 +249,35 @@ func TestCrashBeforeTheChangeIsRecordedRestartsOnce(t *testing.T) {
 	f.Mgr = f.Env.StartManager(t, fixture.ManagerNamespace)
 
 	restartedOnceByNewManager(t, f, value)
+}
+
+// TestCrashBeforeTheRequestWritesItOnStart: the restart and the record of
+// its change are durable, its request is not (the manager stopped between;
+// staged by deleting the request while no manager runs). The next manager
+// finds web's note naming a stamp that no request names, writes the
+// request, which follows the rollout that ran, and restarts nothing.
+func TestCrashBeforeTheRequestWritesItOnStart(t *testing.T) {
+	f := fixture.Setup(t)
+	f.Policy("all", selectAll)
+	f.WebWithSecret()
+	f.SetSecret("db", map[string]string{"password": "bravo"})
+	f.WaitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 60*time.Second)
+	stamp := f.RestartStamp("web")
+	f.Mgr.Kill()
+	kr := &kickv1alpha1.KickRequest{ObjectMeta: metav1.ObjectMeta{Namespace: f.NS, Name: "deployment-web"}}
+	if err := f.Env.Client.Delete(f.Ctx, kr); err != nil {
+		t.Fatal(err)
+	}
+	f.Mgr = f.Env.StartManager(t, fixture.ManagerNamespace)
+
+	kr = f.WaitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 60*time.Second)
+	if kr.Annotations[kickv1alpha1.RestartAnnotation] != stamp || kr.Status.RestartCount != 1 ||
+		kr.Status.CurrentRollout == nil || kr.Status.CurrentRollout.RestartedAt != stamp {
+		t.Fatalf("the request written on start does not record the restart of stamp %s: annotations %v, status %+v", stamp, kr.Annotations, kr.Status)
+	}
+	f.Barrier()
+	if got := f.RestartStamp("web"); got != stamp {
+		t.Fatalf("the new manager restarted web again: stamp %q, want %q", got, stamp)
+	}
+	f.WaitReplicaSets("web", 2)
 }

@@ -37,15 +37,34 @@ func Stamp(now, latestChange time.Time) time.Time {
 // top of it. Writing the stamp the workload already carries changes
 // nothing.
 func Restart(ctx context.Context, c client.Writer, obj client.Object, stamp string) error {
-	if old := CurrentStamp(obj); old != "" {
-		if old == stamp {
-			return nil
-		}
-		path := "/spec/template/metadata/annotations/" + strings.ReplaceAll(strings.ReplaceAll(freshness.RestartedAtAnnotation, "~", "~0"), "/", "~1")
-		data, err := json.Marshal([]map[string]string{
+	return restart(ctx, c, obj, stamp, "", "")
+}
+
+// RestartWithNote is Restart that also sets the workload's annotation key
+// to note in the same write, so the note exists exactly when the restart
+// does. When obj carries a stamp but no annotations at all, the write is
+// conditional on obj's resourceVersion instead (a JSON patch cannot add an
+// annotation without knowing whether the map exists).
+func RestartWithNote(ctx context.Context, c client.Writer, obj client.Object, stamp, key, note string) error {
+	return restart(ctx, c, obj, stamp, key, note)
+}
+
+func restart(ctx context.Context, c client.Writer, obj client.Object, stamp, key, note string) error {
+	old := CurrentStamp(obj)
+	if old == stamp && key == "" {
+		return nil
+	}
+	if old != "" && (key == "" || obj.GetAnnotations() != nil) {
+		path := "/spec/template/metadata/annotations/" + jsonPointerEscape(freshness.RestartedAtAnnotation)
+		ops := []map[string]string{
 			{"op": "test", "path": path, "value": old},
 			{"op": "replace", "path": path, "value": stamp},
-		})
+		}
+		if key != "" {
+			// "add" replaces a member that exists.
+			ops = append(ops, map[string]string{"op": "add", "path": "/metadata/annotations/" + jsonPointerEscape(key), "value": note})
+		}
+		data, err := json.Marshal(ops)
 		if err != nil {
 			return err
 		}
@@ -54,6 +73,9 @@ func Restart(ctx context.Context, c client.Writer, obj client.Object, stamp stri
 	meta := map[string]any{}
 	if rv := obj.GetResourceVersion(); rv != "" {
 		meta["resourceVersion"] = rv
+	}
+	if key != "" {
+		meta["annotations"] = map[string]string{key: note}
 	}
 	patch := map[string]any{
 		"metadata": meta,
@@ -66,6 +88,11 @@ func Restart(ctx context.Context, c client.Writer, obj client.Object, stamp stri
 		return err
 	}
 	return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, data))
+}
+
+// jsonPointerEscape escapes one JSON Pointer reference token (RFC 6901).
+func jsonPointerEscape(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
 // CurrentStamp returns the restartedAt annotation of the workload's pod

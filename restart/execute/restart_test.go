@@ -75,3 +75,57 @@ func TestRestartIsConditionalOnTheStampItSaw(t *testing.T) {
 		t.Fatalf("same stamp again: %v", err)
 	}
 }
+
+// TestRestartWithNoteWritesBothOrNothing: the note lands in the same write
+// as the stamp, keeps the workload's other annotations, and a copy that
+// does not show the last restart is refused with its note.
+func TestRestartWithNoteWritesBothOrNothing(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	const key = "kick.corewire.io/restarted-for"
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+	}{
+		{"with annotations", map[string]string{"deployment.kubernetes.io/revision": "3"}},
+		{"without annotations", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", Annotations: tc.annotations}}
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(dep).Build()
+			ctx := context.Background()
+			get := func() *appsv1.Deployment {
+				var d appsv1.Deployment
+				if err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "web"}, &d); err != nil {
+					t.Fatal(err)
+				}
+				return &d
+			}
+			stale := get()
+			if err := RestartWithNote(ctx, c, get(), "2026-01-01T00:00:01Z", key, "first"); err != nil {
+				t.Fatalf("first restart: %v", err)
+			}
+			if err := RestartWithNote(ctx, c, stale, "2026-01-01T00:00:02Z", key, "stale"); err == nil {
+				t.Fatal("a restart decided on a copy from before the first one was accepted")
+			}
+			seen := get()
+			if err := RestartWithNote(ctx, c, get(), "2026-01-01T00:00:03Z", key, "second"); err != nil {
+				t.Fatalf("second restart: %v", err)
+			}
+			if err := RestartWithNote(ctx, c, seen, "2026-01-01T00:00:04Z", key, "stale"); err == nil {
+				t.Fatal("a restart decided on a copy showing an older stamp was accepted")
+			}
+			d := get()
+			if CurrentStamp(d) != "2026-01-01T00:00:03Z" || d.Annotations[key] != "second" {
+				t.Fatalf("stamp %s, note %q; want the second restart's", CurrentStamp(d), d.Annotations[key])
+			}
+			for k, v := range tc.annotations {
+				if d.Annotations[k] != v {
+					t.Errorf("annotation %s lost: %v", k, d.Annotations)
+				}
+			}
+		})
+	}
+}

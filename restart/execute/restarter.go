@@ -49,6 +49,17 @@ func (PodTemplate) Apply(ctx context.Context, c client.Writer, obj client.Object
 	return Restart(ctx, c, obj, value)
 }
 
+// ApplyWithNote implements Noter: see RestartWithNote.
+func (PodTemplate) ApplyWithNote(ctx context.Context, c client.Writer, obj client.Object, value, key, note string) error {
+	return RestartWithNote(ctx, c, obj, value, key, note)
+}
+
+// Noter is a Restarter that can set an annotation of the workload in the
+// same write as the restart.
+type Noter interface {
+	ApplyWithNote(ctx context.Context, c client.Writer, obj client.Object, value, key, note string) error
+}
+
 // RestartAtHolder is a workload restarted through spec.restartAt (an Argo
 // Rollout).
 type RestartAtHolder interface {

@@ -30,19 +30,20 @@ type Records struct {
 // write is one record write: done closes when it ends; failed says it
 // ended without the record.
 type write struct {
-	done   chan struct{}
-	failed bool
+	resourceVersion string
+	done            chan struct{}
+	failed          bool
 }
 
-// Begin marks a write of s's record as started (replacing the failed state
-// of an earlier one). The returned end must be called once, with whether
-// the record was written. The observer reconciles one source at a time, so
-// writes of one source never overlap.
-func (r *Records) Begin(s Source) (end func(written bool)) {
+// Begin marks a write of s's record for the content at resourceVersion as
+// started (replacing the failed state of an earlier one). The returned end
+// must be called once, with whether the record was written. The observer
+// reconciles one source at a time, so writes of one source never overlap.
+func (r *Records) Begin(s Source, resourceVersion string) (end func(written bool)) {
 	if r == nil {
 		return func(bool) {}
 	}
-	w := &write{done: make(chan struct{})}
+	w := &write{resourceVersion: resourceVersion, done: make(chan struct{})}
 	r.mu.Lock()
 	if r.m == nil {
 		r.m = map[Source]*write{}
@@ -102,6 +103,31 @@ func (r *Records) Wait(ctx context.Context, sources []Source) error {
 		}
 	}
 	return nil
+}
+
+// Pending is a source whose record is being written (or failed to be) for
+// the content at ResourceVersion.
+type Pending struct {
+	Source
+	ResourceVersion string
+}
+
+// Pending returns those of sources whose records are not durable yet: a
+// restart applied now answers their content at these versions, and says so
+// on the workload (package evidence) instead of waiting for the records.
+func (r *Records) Pending(sources []Source) []Pending {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Pending
+	for _, s := range sources {
+		if w := r.m[s]; w != nil {
+			out = append(out, Pending{Source: s, ResourceVersion: w.resourceVersion})
+		}
+	}
+	return out
 }
 
 // Len is the number of sources with a write in flight or failed.

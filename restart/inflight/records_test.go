@@ -11,7 +11,7 @@ var db = Source{Namespace: "ns", Kind: "Secret", Name: "db"}
 
 func TestWaitReturnsWhenTheRecordIsWritten(t *testing.T) {
 	var r Records
-	end := r.Begin(db)
+	end := r.Begin(db, "7")
 	waited := make(chan error, 1)
 	go func() {
 		waited <- r.Wait(context.Background(), []Source{{Namespace: "ns", Kind: "ConfigMap", Name: "db"}, db})
@@ -32,15 +32,15 @@ func TestWaitReturnsWhenTheRecordIsWritten(t *testing.T) {
 
 func TestAFailedWriteHoldsUntilWrittenAgainOrForgotten(t *testing.T) {
 	var r Records
-	r.Begin(db)(false)
+	r.Begin(db, "7")(false)
 	if err := r.Wait(context.Background(), []Source{db}); !errors.Is(err, ErrNotRecorded) {
 		t.Fatalf("after a failed write: %v", err)
 	}
-	r.Begin(db)(true)
+	r.Begin(db, "7")(true)
 	if err := r.Wait(context.Background(), []Source{db}); err != nil {
 		t.Fatalf("after the write was repeated: %v", err)
 	}
-	r.Begin(db)(false)
+	r.Begin(db, "7")(false)
 	r.Forget(db)
 	if err := r.Wait(context.Background(), []Source{db}); err != nil {
 		t.Fatalf("after the source was forgotten: %v", err)
@@ -49,12 +49,12 @@ func TestAFailedWriteHoldsUntilWrittenAgainOrForgotten(t *testing.T) {
 
 func TestWaitFollowsANewerWrite(t *testing.T) {
 	var r Records
-	first := r.Begin(db)
+	first := r.Begin(db, "7")
 	waited := make(chan error, 1)
 	go func() { waited <- r.Wait(context.Background(), []Source{db}) }()
 	// A newer change of the source begins its write before the first ends
 	// (the first ended in failure; the newer one is what counts).
-	second := r.Begin(db)
+	second := r.Begin(db, "7")
 	first(false)
 	select {
 	case err := <-waited:
@@ -69,7 +69,7 @@ func TestWaitFollowsANewerWrite(t *testing.T) {
 
 func TestWaitEndsWithItsContext(t *testing.T) {
 	var r Records
-	r.Begin(db)
+	r.Begin(db, "7")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	if err := r.Wait(ctx, []Source{db}); !errors.Is(err, context.DeadlineExceeded) {
@@ -79,9 +79,35 @@ func TestWaitEndsWithItsContext(t *testing.T) {
 
 func TestNilRecordsTrackNothing(t *testing.T) {
 	var r *Records
-	r.Begin(db)(false)
+	r.Begin(db, "7")(false)
 	r.Forget(db)
 	if err := r.Wait(context.Background(), []Source{db}); err != nil || r.Len() != 0 {
 		t.Fatal(err)
+	}
+}
+
+// TestPendingNamesTheVersionsInFlight: the sources whose records are not
+// durable, each with the version being recorded; a written record drops
+// out, a failed one stays until written again.
+func TestPendingNamesTheVersionsInFlight(t *testing.T) {
+	var r Records
+	db := Source{Namespace: "shop", Kind: "Secret", Name: "db"}
+	cfg := Source{Namespace: "shop", Kind: "ConfigMap", Name: "settings"}
+	other := Source{Namespace: "shop", Kind: "Secret", Name: "other"}
+	endDB := r.Begin(db, "812")
+	endCfg := r.Begin(cfg, "9")
+	r.Begin(other, "1")
+	got := r.Pending([]Source{db, cfg})
+	if len(got) != 2 || got[0] != (Pending{db, "812"}) || got[1] != (Pending{cfg, "9"}) {
+		t.Fatalf("Pending = %+v", got)
+	}
+	endDB(true)
+	endCfg(false)
+	if got := r.Pending([]Source{db, cfg}); len(got) != 1 || got[0] != (Pending{cfg, "9"}) {
+		t.Fatalf("after one written and one failed: %+v", got)
+	}
+	var none *Records
+	if none.Pending([]Source{db}) != nil {
+		t.Fatal("a nil Records has something pending")
 	}
 }

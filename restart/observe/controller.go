@@ -177,6 +177,13 @@ func (r *SourceReconciler) reconcileSource(ctx context.Context, kind sourceKind,
 	}
 
 	out := outcome{class: Classify(current, obs.Fingerprint, obs.ResourceVersion, obs.KeyID), consumers: len(consumers)}
+	if out.class == Relevant && len(consumers) > 0 {
+		// A restart that answered this content before its record was
+		// written (and then the manager stopped) dates the change.
+		if at, ok := r.answeredBy(ctx, kind.name, obs, consumers, r.now()); ok && (obs.SeenAt.IsZero() || at.Before(obs.SeenAt)) {
+			obs.SeenAt = at
+		}
+	}
 	apply := out.class
 	if len(consumers) == 0 && apply == Relevant {
 		// Nobody managed consumes it right now: keep the record current, dated from the
@@ -202,12 +209,13 @@ func (r *SourceReconciler) reconcileSource(ctx context.Context, kind sourceKind,
 		out.theta = time.Time{}
 	}
 	// With Records, the change is announced first and recorded meanwhile:
-	// whoever restarts for it waits for the record (inflight.Records.Wait)
-	// only before its patch, so the request it writes first overlaps this
-	// write. Without Records the record is written first.
+	// whoever restarts for it either names this version on the workload in
+	// the restart's own write (inflight.Records.Pending, package evidence)
+	// or waits for the record before its patch (inflight.Records.Wait).
+	// Without Records the record is written first.
 	end := func(bool) {}
 	if announce && r.Records != nil {
-		end = r.Records.Begin(inflight.Source{Namespace: key.Namespace, Kind: kind.name, Name: key.Name})
+		end = r.Records.Begin(inflight.Source{Namespace: key.Namespace, Kind: kind.name, Name: key.Name}, obs.ResourceVersion)
 		if err := r.publish(ctx, kind.name, key, out, consumers); err != nil {
 			end(false)
 			return out, err

@@ -3,6 +3,7 @@ package request
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/assess"
 	"github.com/kick-operator/kick/restart/discovery"
+	"github.com/kick-operator/kick/restart/evidence"
 	"github.com/kick-operator/kick/restart/freshness"
 	"github.com/kick-operator/kick/restart/inflight"
 	"github.com/kick-operator/kick/restart/tracing"
@@ -56,9 +58,9 @@ type Driver struct {
 	Now func() time.Time
 	// Tracer records each cycle the driver opens; nil records nothing.
 	Tracer *tracing.Tracer
-	// Records are the observation records being written: the driver writes
-	// the request while the change's record is written and waits for it
-	// only before the patch.
+	// Records are the observation records being written: a restart at
+	// once names the versions still in flight in its note, or (for a
+	// workload that cannot carry one) waits for them before its patch.
 	Records *inflight.Records
 
 	handed handedChanges
@@ -113,6 +115,10 @@ func (h *handedChanges) answered(k WorkloadKey, c handoff) {
 	}
 }
 
+// lookAgain is how soon the driver looks again at a workload whose restart
+// was refused because it changed meanwhile.
+const lookAgain = 50 * time.Millisecond
+
 // driverRateLimiter retries a workload after 100 ms, doubling up to 10 s.
 // There is no overall token bucket: a burst of changes is not an error.
 func driverRateLimiter() workqueue.TypedRateLimiter[WorkloadKey] {
@@ -153,6 +159,9 @@ func (s *routerSource) Start(ctx context.Context, q workqueue.TypedRateLimitingI
 func (d *Driver) Reconcile(ctx context.Context, k WorkloadKey) (reconcile.Result, error) {
 	handed := d.handed.get(k)
 	if err := d.ensure(ctx, k, handed); err != nil {
+		if errors.Is(err, errLookAgain) {
+			return reconcile.Result{RequeueAfter: lookAgain}, nil
+		}
 		d.Metrics.error("driver", "Ensure")
 		return reconcile.Result{}, err
 	}
@@ -167,6 +176,9 @@ func (d *Driver) ensure(ctx context.Context, k WorkloadKey, handed handoff) erro
 		return nil // not a kind this manager restarts
 	}
 	if err := d.Client.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, obj); err != nil {
+		if apierrors.IsNotFound(err) && d.mem != nil {
+			d.mem.forgetDebt(k.memoryKey())
+		}
 		return client.IgnoreNotFound(err)
 	}
 	var requests kickv1alpha1.KickRequestList
@@ -174,7 +186,23 @@ func (d *Driver) ensure(ctx context.Context, k WorkloadKey, handed handoff) erro
 		client.MatchingFields{TargetIndex: workload.TargetKey(k.Kind, k.Name)}); err != nil {
 		return err
 	}
+	h, err := d.Kinds.Handle(ctx, d.Client, obj)
+	if err != nil {
+		return err
+	}
 	var finished *kickv1alpha1.KickRequest
+	for i := range requests.Items {
+		kr := &requests.Items[i]
+		if kr.Status.Phase.IsTerminal() && (finished == nil || assess.Older(finished, kr)) {
+			finished = kr
+		}
+	}
+	if o, ok := d.unrecordedRestart(k, h, requests.Items); ok {
+		// A restart without its request (written right after the restart,
+		// and refused or cut short by a manager stop): write it now.
+		_, err := d.recordRestart(ctx, k, h.Target, finished, o, tracing.Change{})
+		return err
+	}
 	for i := range requests.Items {
 		kr := &requests.Items[i]
 		if !kr.Status.Phase.IsTerminal() {
@@ -184,13 +212,6 @@ func (d *Driver) ensure(ctx context.Context, k WorkloadKey, handed handoff) erro
 			d.wake(ctx, kr)
 			return nil
 		}
-		if finished == nil || assess.Older(finished, kr) {
-			finished = kr
-		}
-	}
-	h, err := d.Kinds.Handle(ctx, d.Client, obj)
-	if err != nil {
-		return err
 	}
 	f, err := facts(ctx, d.Client, d.CSI, h, d.Now())
 	if err != nil {
@@ -230,24 +251,31 @@ func (d *Driver) startChange(ctx context.Context, k WorkloadKey, a assess.Assess
 }
 
 // restartNow is the path of a restart every gate allows at once (no GitOps
-// provider to ask, no window, no minInterval or settle wait): the request
-// is written first, with the stamp it is about to apply, and then the
-// driver restarts the workload itself instead of waiting for the request
-// reconciler's turn. A crash at any point is safe:
-//   - before the request exists, nothing happened; the record still says
-//     the workload is stale, and the next look restarts it;
-//   - after the request, before the patch, the workload lacks the stamp, so
-//     the request reconciler restarts it the usual way, once;
-//   - after the patch, the workload carries the stamp the request names,
-//     so the reconciler follows that rollout and never restarts again.
+// provider to ask, no window, no minInterval or settle wait). For a
+// workload that can carry a note (package evidence), the driver restarts
+// it first and writes the bookkeeping after: the restart's write also sets
+// the workload's restarted-for note (the stamp, the change, and the
+// Secret and ConfigMap versions whose records the observer is still
+// writing), then the request naming the stamp is written. A crash at any
+// point is safe:
+//   - before the restart, nothing happened; the record says (or, once
+//     written, will say) the workload is stale, and the next look restarts
+//     it;
+//   - after the restart, before the records: the next manager's observer
+//     finds the new content named by the note on a consumer that still
+//     carries the note's stamp, dates the change no later than that
+//     restart, and so does not restart again (observe.answeredBy);
+//   - after the restart, before the request: the next manager looks at
+//     every managed workload when it starts (the adopter), finds the
+//     note's stamp named by no request and writes the request then
+//     (unrecordedRestart), which follows the rollout that already runs.
 //
-// The request is written while the observer still writes the record of the
-// change (package inflight); the patch waits for that record, so a manager
-// that dies after the patch finds the change recorded and the workload
-// fresh. A crash after the request and before the record leaves the first
-// case above: the next manager records the change again and restarts once.
+// Other workloads (an Argo Rollout, a workload restarted through another
+// object) get the request first, with the stamp it is about to apply, and
+// the restart once the records of the change are durable; see
+// requestThenRestart.
 //
-// The patch is conditional on the stamp the workload carried, like the
+// The restart is conditional on the stamp the workload carried, like the
 // reconciler's own, so two writers can never both restart it.
 func (d *Driver) restartNow(ctx context.Context, k WorkloadKey, h workload.Handle, finished *kickv1alpha1.KickRequest, a assess.Assessment, handed handoff) error {
 	target := k.memoryKey()
@@ -263,9 +291,135 @@ func (d *Driver) restartNow(ctx context.Context, k WorkloadKey, h workload.Handl
 		logger.V(1).Info("not restarting at once: a restart of it is being applied")
 		return nil
 	}
+	tc := d.startChange(ctx, k, a, handed)
+	if !h.CanNote() {
+		return d.requestThenRestart(ctx, k, h, finished, a, handed, stamp, value, tc)
+	}
+	note := evidence.Note{Stamp: value, Change: a.Latest.Latest, Sources: pendingSources(d.Records, h.Target)}
+	started := d.Now()
+	if err := h.RestartWithNote(ctx, d.Client, value, kickv1alpha1.RestartedForAnnotation, note.String()); err != nil {
+		// Someone changed the workload meanwhile, or the API refused:
+		// look again once the cache shows what changed.
+		d.mem.settle(target, stamp, false)
+		logger.V(1).Info("restart at once refused; looking again", "error", err)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return errLookAgain
+	}
+	d.mem.settle(target, stamp, true)
+	d.mem.owe(target, owedRequest{value: value, change: a.Latest})
+	logger.Info("restarted workload", "via", h.Ref().String(), "stamp", value)
+	d.Metrics.restart(kickv1alpha1.ProviderNone, "started")
+	d.Metrics.observeLatency(d.Now().Sub(a.Latest.Latest))
+	kr, err := d.recordRestart(ctx, k, h.Target, finished, owedRequest{value: value, change: a.Latest}, tc)
+	if err != nil {
+		return err
+	}
+	if d.Tracer != nil && kr != nil {
+		c := changeCycle(k, a, handed)
+		c.Request = kr.Name
+		d.Tracer.Restarted(ctx, tc.Traceparent(), c, started, d.Now())
+	}
+	return nil
+}
+
+// errLookAgain puts a workload back on the driver's queue shortly, without
+// counting an error: its restart was refused because it changed meanwhile.
+var errLookAgain = errors.New("the workload changed meanwhile; look again")
+
+// owedRequest is a restart the driver applied whose request is not written
+// yet: the stamp's value and the change it answered.
+type owedRequest struct {
+	value  string
+	change freshness.Change
+}
+
+// recordRestart writes the request of a restart already applied with
+// o.value: it creates the workload's request, or reopens its finished one,
+// naming the stamp, so the request reconciler follows that rollout instead
+// of restarting. Until it succeeds the debt stays in memory (and on the
+// workload, in its note) and the next look at the workload pays it.
+func (d *Driver) recordRestart(ctx context.Context, k WorkloadKey, target client.Object, finished *kickv1alpha1.KickRequest, o owedRequest, tc tracing.Change) (*kickv1alpha1.KickRequest, error) {
 	var kr *kickv1alpha1.KickRequest
 	var err error
-	tc := d.startChange(ctx, k, a, handed)
+	if finished != nil {
+		d.Metrics.decision("reopened")
+		kr, err = d.annotate(ctx, finished, o.change, o.value, tc)
+	} else {
+		d.Metrics.decision("created")
+		kr, err = d.create(ctx, k.Kind, target, o.change, o.value, tc)
+	}
+	if err != nil {
+		return nil, err
+	}
+	d.mem.paid(k.memoryKey(), o.value)
+	if kr != nil {
+		d.wake(ctx, kr)
+	}
+	return kr, nil
+}
+
+// unrecordedRestart returns the restart the workload carries that no
+// request names: one this process owes a request for, or, after a manager
+// restart, the one its restarted-for note describes while the workload
+// still carries the note's stamp.
+func (d *Driver) unrecordedRestart(k WorkloadKey, h workload.Handle, requests []kickv1alpha1.KickRequest) (owedRequest, bool) {
+	if d.mem == nil {
+		return owedRequest{}, false // this driver restarts nothing itself
+	}
+	o, ok := d.mem.owed(k.memoryKey())
+	if !ok {
+		n, err := evidence.Parse(h.Target.GetAnnotations()[kickv1alpha1.RestartedForAnnotation])
+		if err != nil || h.Redirected() {
+			return owedRequest{}, false
+		}
+		stamp, parsed := freshness.ParseStamp(n.Stamp)
+		current, carried := h.Current()
+		if !parsed || !carried || !current.Equal(stamp) {
+			return owedRequest{}, false // the note speaks for an earlier restart
+		}
+		// A change after the stamp is not one the stamp answered.
+		change := n.Change
+		if change.IsZero() || change.After(stamp) {
+			change = stamp
+		}
+		o = owedRequest{value: n.Stamp, change: freshness.At(change)}
+	}
+	for i := range requests {
+		kr := &requests[i]
+		if kr.Annotations[kickv1alpha1.RestartAnnotation] == o.value {
+			d.mem.paid(k.memoryKey(), o.value)
+			return owedRequest{}, false
+		}
+	}
+	return o, true
+}
+
+// pendingSources returns the Secrets and ConfigMaps target consumes whose
+// records are still being written, with the versions being recorded.
+func pendingSources(records *inflight.Records, target client.Object) []evidence.Source {
+	if records == nil || records.Len() == 0 {
+		return nil
+	}
+	var out []evidence.Source
+	for _, p := range records.Pending(consumedSources(target)) {
+		out = append(out, evidence.Source{Kind: p.Kind, Name: p.Name, ResourceVersion: p.ResourceVersion})
+	}
+	return out
+}
+
+// requestThenRestart restarts a workload that cannot carry a note: the
+// request is written first, with the stamp it is about to apply, and the
+// restart waits for the records of the change. A crash after the request
+// and before the patch leaves a request whose stamp the workload lacks, so
+// the request reconciler restarts it the usual way, once; a crash after the
+// patch finds the change recorded and the workload fresh.
+func (d *Driver) requestThenRestart(ctx context.Context, k WorkloadKey, h workload.Handle, finished *kickv1alpha1.KickRequest, a assess.Assessment, handed handoff, stamp time.Time, value string, tc tracing.Change) error {
+	target := k.memoryKey()
+	logger := log.FromContext(ctx).WithValues("target", k.String())
+	var kr *kickv1alpha1.KickRequest
+	var err error
 	if finished != nil {
 		d.Metrics.decision("reopened")
 		kr, err = d.annotate(ctx, finished, a.Latest, value, tc)
@@ -357,10 +511,10 @@ func (d *Driver) create(ctx context.Context, kind kickv1alpha1.TargetKind, obj c
 	}
 	if sameTarget(existing, kr) {
 		// Created meanwhile (cache lag or a concurrent worker): hand the
-		// change over through the annotation instead. That request may be
-		// open, so the driver does not restart through it.
-		_, err := d.annotate(ctx, existing, changed, "", tc)
-		return nil, err
+		// change over through the annotation instead, with the stamp of a
+		// restart already applied (the request adopts it unless it runs a
+		// rollout of its own).
+		return d.annotate(ctx, existing, changed, restart, tc)
 	}
 	// The name is taken by a request for another target: a name never
 	// proves what a request targets, so leave that one alone and use a
@@ -388,7 +542,7 @@ func sameTarget(a, b *kickv1alpha1.KickRequest) bool {
 // when tracing is off.
 func (d *Driver) annotate(ctx context.Context, kr *kickv1alpha1.KickRequest, changed freshness.Change, restart string, tc tracing.Change) (*kickv1alpha1.KickRequest, error) {
 	known := assess.AnnotatedChange(kr)
-	if !assess.Adds(changed, known) {
+	if restart == "" && !assess.Adds(changed, known) {
 		d.wake(ctx, kr)
 		return nil, nil
 	}
@@ -443,13 +597,19 @@ func waitForRecords(ctx context.Context, records *inflight.Records, target clien
 	if records == nil || records.Len() == 0 {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, recordWait)
+	defer cancel()
+	return records.Wait(ctx, consumedSources(target))
+}
+
+// consumedSources names the Secrets and ConfigMaps target consumes, as the
+// observer tracks their record writes.
+func consumedSources(target client.Object) []inflight.Source {
 	var sources []inflight.Source
 	for _, dep := range discovery.FromWorkload(target) {
 		if dep.Kind == string(kickv1alpha1.SourceSecret) || dep.Kind == string(kickv1alpha1.SourceConfigMap) {
 			sources = append(sources, inflight.Source{Namespace: target.GetNamespace(), Kind: dep.Kind, Name: dep.Name})
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, recordWait)
-	defer cancel()
-	return records.Wait(ctx, sources)
+	return sources
 }

@@ -24,10 +24,45 @@ type memory struct {
 	written map[types.NamespacedName]string
 	stamps  map[string]time.Time
 	claims  map[string]time.Time
+	// debts are the driver's restarts whose requests are not written yet.
+	debts map[string]owedRequest
 }
 
 func newMemory() *memory {
-	return &memory{written: map[types.NamespacedName]string{}, stamps: map[string]time.Time{}, claims: map[string]time.Time{}}
+	return &memory{written: map[types.NamespacedName]string{}, stamps: map[string]time.Time{}, claims: map[string]time.Time{},
+		debts: map[string]owedRequest{}}
+}
+
+// owe records that the driver restarted the workload and still has to
+// write the request naming the restart.
+func (m *memory) owe(target string, o owedRequest) {
+	m.mu.Lock()
+	m.debts[target] = o
+	m.mu.Unlock()
+}
+
+// owed returns the request the driver still has to write for the workload.
+func (m *memory) owed(target string) (owedRequest, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	o, ok := m.debts[target]
+	return o, ok
+}
+
+// forgetDebt drops the debt of a workload that no longer exists.
+func (m *memory) forgetDebt(target string) {
+	m.mu.Lock()
+	delete(m.debts, target)
+	m.mu.Unlock()
+}
+
+// paid forgets the debt of the restart with value once a request names it.
+func (m *memory) paid(target, value string) {
+	m.mu.Lock()
+	if m.debts[target].value == value {
+		delete(m.debts, target)
+	}
+	m.mu.Unlock()
 }
 
 // claim marks that the driver is about to restart the workload with stamp;

@@ -20,13 +20,13 @@ func TestRestartWaitsForItsWorkloadsRecords(t *testing.T) {
 	web.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "db", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "db"}}}}
 	records := &inflight.Records{}
 
-	other := records.Begin(inflight.Source{Namespace: "shop", Kind: "Secret", Name: "unrelated"})
+	other := records.Begin(inflight.Source{Namespace: "shop", Kind: "Secret", Name: "unrelated"}, "7")
 	defer other(true)
 	if err := waitForRecords(context.Background(), records, web); err != nil {
 		t.Fatalf("a write of a source web does not consume held it: %v", err)
 	}
 
-	end := records.Begin(inflight.Source{Namespace: "shop", Kind: "Secret", Name: "db"})
+	end := records.Begin(inflight.Source{Namespace: "shop", Kind: "Secret", Name: "db"}, "7")
 	done := make(chan error, 1)
 	go func() { done <- waitForRecords(context.Background(), records, web) }()
 	select {
@@ -39,7 +39,7 @@ func TestRestartWaitsForItsWorkloadsRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	records.Begin(inflight.Source{Namespace: "shop", Kind: "Secret", Name: "db"})(false)
+	records.Begin(inflight.Source{Namespace: "shop", Kind: "Secret", Name: "db"}, "7")(false)
 	if err := waitForRecords(context.Background(), records, web); !errors.Is(err, inflight.ErrNotRecorded) {
 		t.Fatalf("after a failed write of its record: %v", err)
 	}

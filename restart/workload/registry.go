@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/restart/execute"
 	"github.com/kick-operator/kick/restart/freshness"
 )
 
@@ -240,4 +241,22 @@ func (h Handle) Current() (time.Time, bool) { return h.Kind.Restarter.Current(h.
 // Restart writes the restart value to Object.
 func (h Handle) Restart(ctx context.Context, c client.Writer, value string) error {
 	return h.Kind.Restarter.Apply(ctx, c, h.Object, value)
+}
+
+// CanNote reports whether RestartWithNote can restart Object: its restarter
+// writes notes, and Object is the target itself (a note on another object
+// would not be found from the target).
+func (h Handle) CanNote() bool {
+	_, ok := h.Kind.Restarter.(execute.Noter)
+	return ok && !h.Redirected()
+}
+
+// RestartWithNote writes the restart value to Object and sets its
+// annotation key to note in the same write; see CanNote.
+func (h Handle) RestartWithNote(ctx context.Context, c client.Writer, value, key, note string) error {
+	n, ok := h.Kind.Restarter.(execute.Noter)
+	if !ok {
+		return fmt.Errorf("%s cannot carry a note with its restart", h.Ref())
+	}
+	return n.ApplyWithNote(ctx, c, h.Object, value, key, note)
 }

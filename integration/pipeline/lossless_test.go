@@ -97,11 +97,13 @@ func refuseRequestCreates(f *fixture.F) func() {
 	return lift
 }
 
-// TestRefusedCreatesDelayTheRestartAndNeverDropIt: while the API server
-// refuses KickRequest creates for about 30 s, the driver keeps retrying the
-// workload with backoff; once the refusal ends the workload restarts
-// exactly once, without a manager restart.
-func TestRefusedCreatesDelayTheRestartAndNeverDropIt(t *testing.T) {
+// TestRefusedCreatesNeverDropTheRequest: while the API server refuses
+// KickRequest creates for about 30 s, the immediately allowed restart
+// still runs (its bookkeeping follows it, with the restarted-for note on
+// the workload meanwhile), and the driver keeps retrying the request with
+// backoff; once the refusal ends the request is written for that restart
+// and follows it, and the workload was restarted exactly once.
+func TestRefusedCreatesNeverDropTheRequest(t *testing.T) {
 	f := fixture.Setup(t)
 	f.Policy("all", selectAll)
 	f.WebWithSecret()
@@ -121,15 +123,19 @@ func TestRefusedCreatesDelayTheRestartAndNeverDropIt(t *testing.T) {
 	if _, err := f.Request("deployment-web"); err == nil {
 		t.Fatal("a request exists although every create was refused")
 	}
-	if got := f.ReplicaSets("web"); len(got) != 1 {
-		t.Fatalf("web restarted while requests were refused: %v", got)
+	stamp := f.RestartStamp("web")
+	if got := f.ReplicaSets("web"); len(got) != 2 || stamp == "" {
+		t.Fatalf("web was not restarted once while its request was refused: stamp %q, ReplicaSets %v", stamp, got)
 	}
 	lift()
 
-	f.WaitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 60*time.Second)
+	kr := f.WaitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 60*time.Second)
+	if kr.Annotations[kickv1alpha1.RestartAnnotation] != stamp || kr.Status.RestartCount != 1 {
+		t.Fatalf("the request does not record the restart of stamp %s: annotations %v, restartCount %d", stamp, kr.Annotations, kr.Status.RestartCount)
+	}
 	f.Barrier()
-	if got := f.ReplicaSets("web"); len(got) != 2 {
-		t.Fatalf("want exactly one restart after the refusal ended, ReplicaSets %v", got)
+	if got := f.ReplicaSets("web"); len(got) != 2 || f.RestartStamp("web") != stamp {
+		t.Fatalf("want exactly one restart, ReplicaSets %v, stamp %q", got, f.RestartStamp("web"))
 	}
 }
 

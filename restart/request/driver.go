@@ -58,6 +58,10 @@ type Driver struct {
 	Now func() time.Time
 	// Tracer records each cycle the driver opens; nil records nothing.
 	Tracer *tracing.Tracer
+	// Retention is how long finished requests are kept (--request-retention):
+	// a restart older than that is not given a request after the fact, its
+	// request would have been deleted by now. 0 means no bound.
+	Retention time.Duration
 	// Records are the observation records being written: a restart at
 	// once names the versions still in flight in its note, or (for a
 	// workload that cannot carry one) waits for them before its patch.
@@ -378,6 +382,9 @@ func (d *Driver) unrecordedRestart(k WorkloadKey, h workload.Handle, requests []
 		current, carried := h.Current()
 		if !parsed || !carried || !current.Equal(stamp) {
 			return owedRequest{}, false // the note speaks for an earlier restart
+		}
+		if d.Retention > 0 && d.Now().Sub(stamp) >= d.Retention {
+			return owedRequest{}, false // its request would have been deleted by now
 		}
 		// A change after the stamp is not one the stamp answered.
 		change := n.Change

@@ -4,10 +4,13 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/restart/evidence"
 	"github.com/kick-operator/kick/restart/freshness"
+	"github.com/kick-operator/kick/restart/workload"
 )
 
 func TestDriverRestartIsRecordedOnce(t *testing.T) {
@@ -85,5 +88,62 @@ func TestDriverRestartStateCountsOnlyWhatReachedTheWorkload(t *testing.T) {
 	applied.settle(target, driver, true)
 	if restartStateOf(applied, target, driver, reconciler.Add(-time.Second)) != restartApplied {
 		t.Fatal("a restart applied here but not yet in the cache is not applied")
+	}
+}
+
+// TestUnrecordedRestart: a restart the driver owes a request for (this
+// process, or a stopped one through the workload's note) is found until a
+// request names its stamp; a note whose stamp the workload no longer
+// carries, one older than the request retention, or an unreadable one is
+// not.
+func TestUnrecordedRestart(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	stamp := now.Add(-time.Minute)
+	value := freshness.FormatStamp(stamp)
+	kind, _ := workload.Builtin().Lookup(kickv1alpha1.TargetDeployment)
+	web := func(template string, note string) workload.Handle {
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web",
+			Annotations: map[string]string{kickv1alpha1.RestartedForAnnotation: note}}}
+		d.Spec.Template.Annotations = map[string]string{freshness.RestartedAtAnnotation: template}
+		return workload.Handle{Object: d, Kind: kind, Target: d}
+	}
+	k := WorkloadKey{Kind: kickv1alpha1.TargetDeployment, Namespace: "shop", Name: "web"}
+	naming := func(v string) []kickv1alpha1.KickRequest {
+		return []kickv1alpha1.KickRequest{{ObjectMeta: metav1.ObjectMeta{Name: "deployment-web", Annotations: map[string]string{kickv1alpha1.RestartAnnotation: v}}}}
+	}
+	note := evidence.Note{Stamp: value, Change: stamp.Add(-time.Millisecond)}.String()
+	for _, tc := range []struct {
+		name      string
+		h         workload.Handle
+		requests  []kickv1alpha1.KickRequest
+		retention time.Duration
+		want      bool
+	}{
+		{"noted restart, no request", web(value, note), nil, time.Hour, true},
+		{"noted restart, an older request", web(value, note), naming("2026-01-01T00:00:00Z"), time.Hour, true},
+		{"noted restart, its request", web(value, note), naming(value), time.Hour, false},
+		{"the workload was restarted since", web(freshness.FormatStamp(now), note), nil, time.Hour, false},
+		{"older than the retention", web(value, note), nil, 30 * time.Second, false},
+		{"an unreadable note", web(value, "restarted "+value), nil, time.Hour, false},
+	} {
+		d := &Driver{Now: func() time.Time { return now }, Retention: tc.retention, mem: newMemory()}
+		o, ok := d.unrecordedRestart(k, tc.h, tc.requests)
+		if ok != tc.want || (ok && (o.value != value || !o.change.Latest.Equal(stamp.Add(-time.Millisecond)))) {
+			t.Errorf("%s: %+v %v, want %v", tc.name, o, ok, tc.want)
+		}
+	}
+
+	// This process owes it: found although the cached workload does not
+	// show the restart yet, until a request names it.
+	d := &Driver{Now: func() time.Time { return now }, mem: newMemory()}
+	d.mem.owe(k.memoryKey(), owedRequest{value: value, change: freshness.At(stamp)})
+	if _, ok := d.unrecordedRestart(k, web("", ""), nil); !ok {
+		t.Error("a debt of this process is not found")
+	}
+	if _, ok := d.unrecordedRestart(k, web("", ""), naming(value)); ok {
+		t.Error("a debt whose request exists is still found")
+	}
+	if _, ok := d.mem.owed(k.memoryKey()); ok {
+		t.Error("a paid debt is still remembered")
 	}
 }

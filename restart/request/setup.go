@@ -135,15 +135,16 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		return err
 	}
 	driver := &Driver{
-		Client:  mgr.GetClient(),
-		Wake:    wake,
-		Metrics: opts.Metrics,
-		Kinds:   opts.Kinds,
-		CSI:     opts.CSI,
-		Now:     opts.Now,
-		Tracer:  opts.Tracer,
-		Records: opts.Records,
-		mem:     r.mem,
+		Client:    mgr.GetClient(),
+		Wake:      wake,
+		Metrics:   opts.Metrics,
+		Kinds:     opts.Kinds,
+		CSI:       opts.CSI,
+		Now:       opts.Now,
+		Tracer:    opts.Tracer,
+		Records:   opts.Records,
+		Retention: opts.Retention,
+		mem:       r.mem,
 	}
 	dc, err := controller.NewTyped[WorkloadKey]("kick-driver", mgr, controller.TypedOptions[WorkloadKey]{
 		Reconciler:              driver,

@@ -53,8 +53,9 @@ func run() error {
 	if err := opts.validate(); err != nil {
 		return err
 	}
-	// GOGC (and GOMEMLIMIT, which the manifests set from the container's
-	// limit) still win when set.
+	// Collect at --gc-percent heap growth (see defaultGCPercent). GOGC (and
+	// GOMEMLIMIT, which the manifests set from the container's limit) still
+	// win when set.
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(opts.gcPercent)
 	}

@@ -16,6 +16,7 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -52,12 +53,11 @@ func run() error {
 	if err := opts.validate(); err != nil {
 		return err
 	}
-	// The heap is mostly caches that change slowly, and the manager is idle
-	// most of the time: collecting at 50% growth instead of Go's 100% keeps
-	// its memory small for little CPU. GOGC (and GOMEMLIMIT, which the
-	// manifests set from the container's limit) still win when set.
+	// Collect at --gc-percent heap growth (see defaultGCPercent). GOGC (and
+	// GOMEMLIMIT, which the manifests set from the container's limit) still
+	// win when set.
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(50)
+		debug.SetGCPercent(opts.gcPercent)
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
@@ -66,11 +66,7 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("no cluster to talk to: %w (pass --kubeconfig or run in a pod)", err)
 	}
-	// controller-runtime leaves client-side throttling off; only a flag turns
-	// it on.
-	if opts.kubeAPIQPS > 0 {
-		cfg.QPS, cfg.Burst = float32(opts.kubeAPIQPS), opts.kubeAPIBurst
-	}
+	tuneClient(cfg, opts)
 
 	// Optional integrations are detected once, before the manager exists:
 	// a watch on a kind the API server does not serve would abort it.
@@ -171,6 +167,19 @@ func run() error {
 	log.Info("starting kick-manager", "version", version, "build", buildName, "namespace", opts.namespace,
 		"leaderElection", opts.leaderElect, "maxConcurrentReconciles", opts.maxConcurrent)
 	return mgr.Start(ctx)
+}
+
+// tuneClient applies the --kube-api-* flags to the manager's API client
+// configuration. controller-runtime leaves client-side throttling off; only
+// a flag turns it on. Compression stays off unless asked for (a kubeconfig
+// that disables it keeps it off).
+func tuneClient(cfg *rest.Config, opts options) {
+	if opts.kubeAPIQPS > 0 {
+		cfg.QPS, cfg.Burst = float32(opts.kubeAPIQPS), opts.kubeAPIBurst
+	}
+	if !opts.kubeAPICompression {
+		cfg.DisableCompression = true
+	}
 }
 
 // metricsOptions configures the /metrics endpoint. Plain HTTP by default

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/rest"
 )
 
 func TestLeaderElectionTimings(t *testing.T) {
@@ -29,5 +31,37 @@ func TestLeaderElectionTimings(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "--leader-elect-lease-duration") {
 			t.Errorf("%v accepted or unclear: %v", args, err)
 		}
+	}
+}
+
+func TestGCPercent(t *testing.T) {
+	if o := parsed(t); o.gcPercent != defaultGCPercent {
+		t.Errorf("default --gc-percent %d, want %d", o.gcPercent, defaultGCPercent)
+	}
+	if o := parsed(t, "--gc-percent=100"); o.validate() != nil {
+		t.Errorf("--gc-percent=100 refused: %v", o.validate())
+	}
+	o := parsed(t, "--gc-percent=0")
+	if err := o.validate(); err == nil || !strings.Contains(err.Error(), "--gc-percent") {
+		t.Errorf("--gc-percent=0 accepted or unclear: %v", err)
+	}
+}
+
+func TestTuneClient(t *testing.T) {
+	cfg := &rest.Config{}
+	tuneClient(cfg, parsed(t))
+	if !cfg.DisableCompression || cfg.QPS != 0 {
+		t.Errorf("defaults: DisableCompression %v, QPS %v; want compression off, no client-side limit", cfg.DisableCompression, cfg.QPS)
+	}
+	cfg = &rest.Config{}
+	tuneClient(cfg, parsed(t, "--kube-api-compression", "--kube-api-qps=50", "--kube-api-burst=100"))
+	if cfg.DisableCompression || cfg.QPS != 50 || cfg.Burst != 100 {
+		t.Errorf("flags not applied: DisableCompression %v, QPS %v, Burst %d", cfg.DisableCompression, cfg.QPS, cfg.Burst)
+	}
+	// A kubeconfig that turns compression off keeps it off.
+	cfg = &rest.Config{DisableCompression: true}
+	tuneClient(cfg, parsed(t, "--kube-api-compression"))
+	if !cfg.DisableCompression {
+		t.Error("--kube-api-compression overrode a kubeconfig's disable-compression")
 	}
 }

@@ -22,8 +22,11 @@ func SourceMetadata(kind string) *metav1.PartialObjectMetadata {
 // watches metadata-only. It keeps what decisions read: name, namespace, uid, resourceVersion,
 // labels (policies select sources by label) and deletionTimestamp. Annotations (kubectl's
 // last-applied-configuration may hold a Secret's data), managedFields, ownerReferences,
-// finalizers and the API server's timestamps are dropped. The result is a new object, so
-// nothing else of the decoded original stays reachable.
+// finalizers and the API server's timestamps are dropped. A metadata-only object is cut down
+// in place: every field is overwritten, so nothing else of what was decoded stays reachable,
+// and the cache keeps the decoder's object instead of a copy. A copy would leave the decoded
+// objects' slots free between the cached ones after a LIST of every Secret: heap the Go
+// runtime cannot return, about as much again as the cached objects themselves.
 //
 // The cached copy's creationTimestamp is replaced by the moment this manager received that
 // resourceVersion (read it with SeenAt): the content it stands for was written no later than
@@ -37,8 +40,9 @@ func TransformSourceMetadata(in any) (any, error) {
 		if o == nil {
 			break
 		}
-		tm := metav1.TypeMeta{APIVersion: internString(o.APIVersion), Kind: internString(o.Kind)}
-		return &metav1.PartialObjectMetadata{TypeMeta: tm, ObjectMeta: slimMeta(&o.ObjectMeta)}, nil
+		o.TypeMeta = metav1.TypeMeta{APIVersion: internString(o.APIVersion), Kind: internString(o.Kind)}
+		o.ObjectMeta = slimMeta(&o.ObjectMeta)
+		return o, nil
 	case *corev1.Secret:
 		if o == nil {
 			break

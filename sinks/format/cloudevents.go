@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/binding"
+	"github.com/cloudevents/sdk-go/v2/binding/format"
+	"github.com/cloudevents/sdk-go/v2/binding/spec"
 	"github.com/cloudevents/sdk-go/v2/event"
-	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+	"github.com/cloudevents/sdk-go/v2/types"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/router"
@@ -104,15 +107,59 @@ func (f cloudEventsFormatter) Format(ev router.Event) (Message, error) {
 	if f.binary {
 		ctx = binding.WithForceBinary(context.Background())
 	}
-	req := &http.Request{Header: make(http.Header)}
-	if err := cehttp.WriteRequest(ctx, binding.ToMessage(&e), req); err != nil {
+	w := &httpWriter{header: make(http.Header)}
+	if _, err := binding.Write(ctx, binding.ToMessage(&e), w, w); err != nil {
 		return Message{}, fmt.Errorf("encode CloudEvent: %w", err)
 	}
-	var body []byte
-	if req.Body != nil {
-		if body, err = io.ReadAll(req.Body); err != nil {
-			return Message{}, fmt.Errorf("encode CloudEvent: %w", err)
-		}
+	return Message{Body: w.body, Header: w.header}, nil
+}
+
+// httpWriter writes a CloudEvent in the HTTP protocol binding, as the SDK's
+// protocol/http WriteRequest does: structured mode as the body with the
+// format's media type, binary mode as Ce-* headers (Content-Type for
+// datacontenttype) and the data as the body. The SDK's protocol/http
+// package is not linked: it creates a logger with a 450 KB sampler while
+// it initialises.
+type httpWriter struct {
+	header http.Header
+	body   []byte
+}
+
+func (w *httpWriter) SetStructuredEvent(_ context.Context, f format.Format, event io.Reader) error {
+	w.header.Set("Content-Type", f.MediaType())
+	return w.SetData(event)
+}
+
+func (w *httpWriter) Start(context.Context) error { return nil }
+
+func (w *httpWriter) End(context.Context) error { return nil }
+
+func (w *httpWriter) SetData(data io.Reader) (err error) {
+	w.body, err = io.ReadAll(data)
+	return err
+}
+
+func (w *httpWriter) SetAttribute(attribute spec.Attribute, value any) error {
+	name := textproto.CanonicalMIMEHeaderKey("ce-" + attribute.Name())
+	if attribute.Kind() == spec.DataContentType {
+		name = "Content-Type"
 	}
-	return Message{Body: body, Header: req.Header}, nil
+	return w.set(name, value)
+}
+
+func (w *httpWriter) SetExtension(name string, value any) error {
+	return w.set("Ce-"+strings.ToUpper(name[:1])+name[1:], value)
+}
+
+func (w *httpWriter) set(header string, value any) error {
+	if value == nil {
+		delete(w.header, header)
+		return nil
+	}
+	s, err := types.Format(value)
+	if err != nil {
+		return err
+	}
+	w.header[header] = []string{s}
+	return nil
 }

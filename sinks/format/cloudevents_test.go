@@ -142,3 +142,42 @@ func TestCloudEventsZeroTime(t *testing.T) {
 		t.Errorf("ce-time set for an unknown time: %v", m.Header)
 	}
 }
+
+// TestHTTPWriterMatchesSDK: the writer produces what the SDK's
+// protocol/http WriteRequest does, in both modes.
+func TestHTTPWriterMatchesSDK(t *testing.T) {
+	e := event.New(event.CloudEventsVersionV1)
+	e.SetID("id-1")
+	e.SetType(CloudEventType(string(kickv1alpha1.PhaseSucceeded)))
+	e.SetSource(CloudEventSource("ns", "req"))
+	e.SetSubject("Deployment/web")
+	e.SetTime(time.Date(2026, 12, 1, 23, 0, 0, 123456789, time.UTC))
+	e.SetExtension(TraceparentExtension, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+	e.SetDataContentType(event.ApplicationJSON)
+	e.DataEncoded = []byte(`{"phase":"Succeeded"}`)
+	for name, force := range map[string]func(context.Context) context.Context{
+		"structured": binding.WithForceStructured, "binary": binding.WithForceBinary,
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := force(context.Background())
+			req := &http.Request{Header: make(http.Header)}
+			if err := cehttp.WriteRequest(ctx, binding.ToMessage(&e), req); err != nil {
+				t.Fatal(err)
+			}
+			want, err := io.ReadAll(req.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := &httpWriter{header: make(http.Header)}
+			if _, err := binding.Write(ctx, binding.ToMessage(&e), w, w); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(w.header, req.Header) {
+				t.Errorf("headers\n got %v\nwant %v", w.header, req.Header)
+			}
+			if !bytes.Equal(w.body, want) {
+				t.Errorf("body\n got %s\nwant %s", w.body, want)
+			}
+		})
+	}
+}

@@ -63,21 +63,28 @@ func New(opts Options) *Server {
 
 // EventCacheOptions is how the manager caches Events for the timeline:
 // only Events about objects outside the core group (so no Pod or Node
-// Events: workloads, KickRequests and the like), cut down to what an entry
-// shows.
+// Events: workloads, KickRequests and the like) other than ReplicaSets
+// (their pod creations and deletions, the bulk of the rest, are on no lane),
+// cut down to what an entry shows.
 func EventCacheOptions() cache.ByObject {
 	return cache.ByObject{
-		Field:     fields.OneTermNotEqualSelector("involvedObject.apiVersion", "v1"),
+		Field: fields.AndSelectors(
+			fields.OneTermNotEqualSelector("involvedObject.apiVersion", "v1"),
+			fields.OneTermNotEqualSelector("involvedObject.kind", "ReplicaSet"),
+		),
 		Transform: stripEvent,
 	}
 }
 
+// stripEvent cuts a decoded Event down in place: a copy would leave the
+// decoded Event's slot free between the cached ones, heap the runtime
+// cannot return.
 func stripEvent(obj any) (any, error) {
 	ev, ok := obj.(*corev1.Event)
-	if !ok {
+	if !ok || ev == nil {
 		return obj, nil
 	}
-	out := &corev1.Event{
+	out := corev1.Event{
 		InvolvedObject: corev1.ObjectReference{APIVersion: ev.InvolvedObject.APIVersion, Kind: ev.InvolvedObject.Kind,
 			Namespace: ev.InvolvedObject.Namespace, Name: ev.InvolvedObject.Name},
 		Reason: ev.Reason, Message: ev.Message, Type: ev.Type,
@@ -89,9 +96,11 @@ func stripEvent(obj any) (any, error) {
 		out.Series = &corev1.EventSeries{Count: ev.Series.Count, LastObservedTime: ev.Series.LastObservedTime}
 	}
 	if len(out.Message) > 1024 {
-		out.Message = out.Message[:1024]
+		// A copy: a slice of the message would keep all of it.
+		out.Message = strings.Clone(out.Message[:1024])
 	}
-	return out, nil
+	*ev = out
+	return ev, nil
 }
 
 // NeedLeaderElection is false: every replica serves its timeline.

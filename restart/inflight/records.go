@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // Source names a Secret or ConfigMap (the kind as in its record's name).
@@ -25,6 +26,9 @@ var ErrNotRecorded = errors.New("the record of the change is not written yet")
 type Records struct {
 	mu sync.Mutex
 	m  map[Source]*write
+	// looks are the workloads the restarter is expected to look at, each
+	// with a channel closed when it did; see Expect.
+	looks map[string]chan struct{}
 }
 
 // write is one record write: done closes when it ends; failed says it
@@ -128,6 +132,71 @@ func (r *Records) Pending(sources []Source) []Pending {
 		}
 	}
 	return out
+}
+
+// WorkloadKey names a workload for Expect, Looked and AwaitLooks.
+func WorkloadKey(kind, namespace, name string) string { return namespace + "/" + kind + "/" + name }
+
+// Expect marks that the restarter will look at these workloads (keys as the
+// restarter names them) for a change whose record is about to be written;
+// Looked ends that for one workload. The observer writes the record only
+// once every consumer was looked at (AwaitLooks, bounded): on a small API
+// server the record's write would otherwise slow the restart it overlaps,
+// and a restart does not need it (it names the version in its note).
+func (r *Records) Expect(workloads []string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.looks == nil {
+		r.looks = map[string]chan struct{}{}
+	}
+	for _, w := range workloads {
+		if r.looks[w] == nil {
+			r.looks[w] = make(chan struct{})
+		}
+	}
+}
+
+// Looked says the restarter looked at the workload (and restarted it, if it
+// restarts it at once): every expectation of it so far is met.
+func (r *Records) Looked(workload string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c := r.looks[workload]; c != nil {
+		delete(r.looks, workload)
+		close(c)
+	}
+}
+
+// AwaitLooks returns once the restarter looked at every one of workloads
+// expected so far, or after max, or when ctx ends: the bookkeeping of a
+// change waits for the restarts it could slow down, never for long.
+func (r *Records) AwaitLooks(ctx context.Context, workloads []string, max time.Duration) {
+	if r == nil {
+		return
+	}
+	t := time.NewTimer(max)
+	defer t.Stop()
+	for _, w := range workloads {
+		r.mu.Lock()
+		c := r.looks[w]
+		r.mu.Unlock()
+		if c == nil {
+			continue
+		}
+		select {
+		case <-c:
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // Len is the number of sources with a write in flight or failed.

@@ -111,3 +111,47 @@ func TestPendingNamesTheVersionsInFlight(t *testing.T) {
 		t.Fatal("a nil Records has something pending")
 	}
 }
+
+// TestAwaitLooksWaitsForTheRestarterNotLonger: the record of a change
+// waits until the restarter looked at every consumer expected, and no
+// longer than its bound when one is never looked at.
+func TestAwaitLooksWaitsForTheRestarterNotLonger(t *testing.T) {
+	var r Records
+	web, api := WorkloadKey("Deployment", "shop", "web"), WorkloadKey("Deployment", "shop", "api")
+	r.Expect([]string{web, api})
+	done := make(chan struct{})
+	go func() {
+		r.AwaitLooks(context.Background(), []string{web, api}, time.Minute)
+		close(done)
+	}()
+	r.Looked(web)
+	select {
+	case <-done:
+		t.Fatal("returned before api was looked at")
+	case <-time.After(20 * time.Millisecond):
+	}
+	r.Looked(api)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("still waiting after every consumer was looked at")
+	}
+
+	r.Expect([]string{web})
+	start := time.Now()
+	r.AwaitLooks(context.Background(), []string{web}, 30*time.Millisecond)
+	if waited := time.Since(start); waited < 30*time.Millisecond || waited > 5*time.Second {
+		t.Errorf("waited %v for a workload never looked at, want the 30ms bound", waited)
+	}
+	r.Looked(web)
+	r.Looked(web) // again: nothing expected, nothing happens
+	start = time.Now()
+	r.AwaitLooks(context.Background(), []string{web, api}, time.Minute)
+	if time.Since(start) > 5*time.Second {
+		t.Error("waited although nothing was expected")
+	}
+	var none *Records
+	none.Expect([]string{web})
+	none.Looked(web)
+	none.AwaitLooks(context.Background(), []string{web}, time.Minute)
+}

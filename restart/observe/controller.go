@@ -216,11 +216,18 @@ func (r *SourceReconciler) reconcileSource(ctx context.Context, kind sourceKind,
 	end := func(bool) {}
 	if announce && r.Records != nil {
 		end = r.Records.Begin(inflight.Source{Namespace: key.Namespace, Kind: kind.name, Name: key.Name}, obs.ResourceVersion)
+		looks := make([]string, len(consumers))
+		for i, c := range consumers {
+			looks[i] = inflight.WorkloadKey(c.Kind, c.Namespace, c.Name)
+		}
+		r.Records.Expect(looks)
 		if err := r.publish(ctx, kind.name, key, out, consumers); err != nil {
 			end(false)
 			return out, err
 		}
 		out.published = true
+		// The restarts go first; the record follows them.
+		r.Records.AwaitLooks(ctx, looks, lookWait)
 	}
 	name := kickv1alpha1.ObservationName(kind.name, src.GetName())
 	written, err := WriteRecord(ctx, r.Client, stored, name, discovery.CoreAPIVersion, kind.name, src, spec)
@@ -241,6 +248,10 @@ func (r *SourceReconciler) reconcileSource(ctx context.Context, kind sourceKind,
 	}
 	return out, nil
 }
+
+// lookWait bounds how long a change's record waits for the restarter to
+// look at (and maybe restart) the consumers first.
+const lookWait = 20 * time.Millisecond
 
 // publish announces an observation of the source to its consumers.
 func (r *SourceReconciler) publish(ctx context.Context, kind string, key types.NamespacedName, out outcome, consumers []router.ObjectRef) error {

@@ -36,6 +36,9 @@ type WorkloadKey struct {
 
 func (k WorkloadKey) String() string { return string(k.Kind) + " " + k.Namespace + "/" + k.Name }
 
+// lookKey names the workload for inflight.Records' Expect and Looked.
+func (k WorkloadKey) lookKey() string { return inflight.WorkloadKey(string(k.Kind), k.Namespace, k.Name) }
+
 // Driver turns recorded source changes into KickRequests. It is a
 // controller keyed by workload: router events only say which workloads to
 // look at, and each look reads the workload, its observation records and
@@ -162,7 +165,9 @@ func (s *routerSource) Start(ctx context.Context, q workqueue.TypedRateLimitingI
 // Reconcile looks at one workload (reconcile.TypedReconciler).
 func (d *Driver) Reconcile(ctx context.Context, k WorkloadKey) (reconcile.Result, error) {
 	handed := d.handed.get(k)
-	if err := d.ensure(ctx, k, handed); err != nil {
+	err := d.ensure(ctx, k, handed)
+	d.Records.Looked(k.lookKey())
+	if err != nil {
 		if errors.Is(err, errLookAgain) {
 			return reconcile.Result{RequeueAfter: lookAgain}, nil
 		}
@@ -312,6 +317,7 @@ func (d *Driver) restartNow(ctx context.Context, k WorkloadKey, h workload.Handl
 		return errLookAgain
 	}
 	d.mem.settle(target, stamp, true)
+	d.Records.Looked(k.lookKey()) // the change's record may follow now
 	d.mem.owe(target, owedRequest{value: value, change: a.Latest})
 	logger.Info("restarted workload", "via", h.Ref().String(), "stamp", value)
 	d.Metrics.restart(kickv1alpha1.ProviderNone, "started")
@@ -440,6 +446,7 @@ func (d *Driver) requestThenRestart(ctx context.Context, k WorkloadKey, h worklo
 		logger.V(1).Info("not restarting at once: the request was not written with the stamp", "error", err)
 		return err
 	}
+	d.Records.Looked(k.lookKey()) // the record this restart waits for may follow now
 	if err := waitForRecords(ctx, d.Records, h.Target); err != nil {
 		// The record of the change is not durable: the request reconciler
 		// restarts once it is.

@@ -37,7 +37,9 @@ type WorkloadKey struct {
 func (k WorkloadKey) String() string { return string(k.Kind) + " " + k.Namespace + "/" + k.Name }
 
 // lookKey names the workload for inflight.Records' Expect and Looked.
-func (k WorkloadKey) lookKey() string { return inflight.WorkloadKey(string(k.Kind), k.Namespace, k.Name) }
+func (k WorkloadKey) lookKey() string {
+	return inflight.WorkloadKey(string(k.Kind), k.Namespace, k.Name)
+}
 
 // Driver turns recorded source changes into KickRequests. It is a
 // controller keyed by workload: router events only say which workloads to

@@ -25,6 +25,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/cmd/kick-manager/internal/memtrim"
 	"github.com/kick-operator/kick/restart/observe"
 	"github.com/kick-operator/kick/sinks/timeline"
 )
@@ -155,12 +156,20 @@ func run() error {
 	}
 
 	// The first LIST of every object leaves garbage behind (what the cache
-	// transforms dropped); hand it back once synced.
+	// transforms dropped); hand it back once synced. After that, the heap a
+	// burst of work grew goes back whenever the manager has gone quiet.
 	go func() {
 		if mgr.GetCache().WaitForCacheSync(ctx) {
 			synced.Store(true)
 			runtime.GC()
 			debug.FreeOSMemory()
+			if opts.releaseIdleMemory {
+				trimLog := ctrl.Log.WithName("memory")
+				memtrim.Run(ctx, idleMemoryInterval, memtrim.DefaultPolicy, func(r memtrim.Released) {
+					trimLog.V(1).Info("returned memory to the operating system while idle",
+						"heldMB", r.Before>>20, "nowMB", r.After>>20, "took", r.Took.String())
+				})
+			}
 		}
 	}()
 

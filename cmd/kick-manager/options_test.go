@@ -47,6 +47,15 @@ func TestGCPercent(t *testing.T) {
 	}
 }
 
+func TestReleaseIdleMemory(t *testing.T) {
+	if o := parsed(t); !o.releaseIdleMemory {
+		t.Error("--release-idle-memory is off by default, want on")
+	}
+	if o := parsed(t, "--release-idle-memory=false"); o.releaseIdleMemory {
+		t.Error("--release-idle-memory=false left it on")
+	}
+}
+
 func TestTuneClient(t *testing.T) {
 	cfg := &rest.Config{}
 	tuneClient(cfg, parsed(t))

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -77,6 +78,7 @@ func (e *Env) StartManagerBinary(t testing.TB, binary, namespace string, args ..
 			t.Logf("kick-manager log (%s):\n%s", m.logPath, controlplane.TailFile(m.logPath, 12000))
 		}
 		m.Kill()
+		keepLog(t, m.logPath)
 	})
 	Eventually(t, 60*time.Second, "kick-manager to become ready", func() (bool, error) {
 		select {
@@ -164,4 +166,28 @@ func freeAddr(t testing.TB) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// keepLog copies a failed test's whole manager log into $KICK_TEST_LOG_DIR
+// (when set): the test output shows only its tail, and the temporary
+// directory holding it is removed with the test.
+func keepLog(t testing.TB, path string) {
+	dir := os.Getenv("KICK_TEST_LOG_DIR")
+	if dir == "" || !t.Failed() {
+		return
+	}
+	data, err := os.ReadFile(path)
+	if err == nil {
+		err = os.MkdirAll(dir, 0o755)
+	}
+	if err == nil {
+		name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+		dst := filepath.Join(dir, fmt.Sprintf("%s-%d-kick-manager.log", name, time.Now().UnixNano()))
+		if err = os.WriteFile(dst, data, 0o644); err == nil {
+			t.Logf("whole kick-manager log kept in %s", dst)
+		}
+	}
+	if err != nil {
+		t.Logf("could not keep the kick-manager log: %v", err)
+	}
 }

@@ -49,6 +49,20 @@ func TestImmediateRestartWritesLittle(t *testing.T) {
 	f.WaitReplicaSets("web", 2)
 }
 
+// changedWhileStopped sets up web consuming db, waits for db's record,
+// kills the manager and changes db: the change is not recorded. It returns
+// the resourceVersion of the recorded (old) content.
+func changedWhileStopped(t *testing.T) (*fixture.F, string) {
+	t.Helper()
+	f := fixture.Setup(t)
+	f.Policy("all", selectAll)
+	f.WebWithSecret()
+	baseline := f.WaitObservation("db").ResourceVersion
+	f.Mgr.Kill()
+	f.SetSecret("db", map[string]string{"password": "bravo"})
+	return f, baseline
+}
+
 // crashedAfterTheRestart builds what a manager leaves when it dies right
 // after the driver's restart of web for db's new content, before the
 // record of the change and the request are written: the record still holds
@@ -56,13 +70,7 @@ func TestImmediateRestartWritesLittle(t *testing.T) {
 // driver's names db at the new version) and, when restarted is set, the
 // stamp (which rolls web out once).
 func crashedAfterTheRestart(t *testing.T, restarted bool, note func(rv, stamp string) string) (*fixture.F, string) {
-	f := fixture.Setup(t)
-	f.Policy("all", selectAll)
-	f.WebWithSecret()
-	baseline := f.WaitObservation("db").ResourceVersion
-	f.Mgr.Kill()
-
-	f.SetSecret("db", map[string]string{"password": "bravo"})
+	f, baseline := changedWhileStopped(t)
 	var db corev1.Secret
 	if err := f.Env.Client.Get(f.Ctx, client.ObjectKey{Namespace: f.NS, Name: "db"}, &db); err != nil {
 		t.Fatal(err)
@@ -226,13 +234,7 @@ func setRestartStamp(t *testing.T, f *fixture.F, deployment, value string) {
 // the change again and restarts once: the request's stamp never reached the
 // workload, and the new record dates the change before the new restart.
 func TestCrashBeforeTheChangeIsRecordedRestartsOnce(t *testing.T) {
-	f := fixture.Setup(t)
-	f.Policy("all", selectAll)
-	f.WebWithSecret()
-	baseline := f.WaitObservation("db").ResourceVersion
-	f.Mgr.Kill()
-
-	f.SetSecret("db", map[string]string{"password": "bravo"})
+	f, baseline := changedWhileStopped(t)
 	change := time.Now()
 	value := freshness.FormatStamp(change.Add(time.Millisecond))
 	f.Create(&kickv1alpha1.KickRequest{

@@ -38,20 +38,8 @@ func TestStampIsNeverOlderThanTheChange(t *testing.T) {
 // that does not show a restart made meanwhile (a lagging cache after a
 // leader change) is refused by the API server instead of restarting twice.
 func TestRestartIsConditionalOnTheStampItSaw(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(dep).Build()
+	c, get := oneDeployment(t, nil)
 	ctx := context.Background()
-	get := func() *appsv1.Deployment {
-		var d appsv1.Deployment
-		if err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "web"}, &d); err != nil {
-			t.Fatal(err)
-		}
-		return &d
-	}
 
 	stale := get() // no stamp yet
 	if err := Restart(ctx, c, get(), "2026-01-01T00:00:01.000000000Z"); err != nil {
@@ -80,10 +68,6 @@ func TestRestartIsConditionalOnTheStampItSaw(t *testing.T) {
 // as the stamp, keeps the workload's other annotations, and a copy that
 // does not show the last restart is refused with its note.
 func TestRestartWithNoteWritesBothOrNothing(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
 	const key = "kick.corewire.io/restarted-for"
 	for _, tc := range []struct {
 		name        string
@@ -93,16 +77,8 @@ func TestRestartWithNoteWritesBothOrNothing(t *testing.T) {
 		{"without annotations", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", Annotations: tc.annotations}}
-			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(dep).Build()
+			c, get := oneDeployment(t, tc.annotations)
 			ctx := context.Background()
-			get := func() *appsv1.Deployment {
-				var d appsv1.Deployment
-				if err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "web"}, &d); err != nil {
-					t.Fatal(err)
-				}
-				return &d
-			}
 			stale := get()
 			if err := RestartWithNote(ctx, c, get(), "2026-01-01T00:00:01Z", key, "first"); err != nil {
 				t.Fatalf("first restart: %v", err)
@@ -127,5 +103,24 @@ func TestRestartWithNoteWritesBothOrNothing(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// oneDeployment returns a client holding the Deployment ns/web with the
+// given annotations, and a reader of its current copy.
+func oneDeployment(t *testing.T, annotations map[string]string) (client.Client, func() *appsv1.Deployment) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", Annotations: annotations}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(dep).Build()
+	return c, func() *appsv1.Deployment {
+		var d appsv1.Deployment
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "web"}, &d); err != nil {
+			t.Fatal(err)
+		}
+		return &d
 	}
 }

@@ -55,6 +55,25 @@ func (s *script) release() {
 	s.samples = append(s.samples[:s.next], append([]Sample{{last.Allocated + 64<<10, s.afterRelease}}, s.samples[s.next:]...)...)
 }
 
+// run drives RunWith through n ticks of the script with the default-sized
+// policy and returns the releases it reported.
+func (s *script) run(n int) []Released {
+	ticks := make(chan time.Time)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	var got []Released
+	go func() {
+		defer close(done)
+		RunWith(ctx, ticks, Policy{Quiet: 1 * mib, MinExcess: 4 * mib}, s.read, s.release, func(r Released) { got = append(got, r) })
+	}()
+	for range n {
+		ticks <- time.Time{}
+	}
+	cancel()
+	<-done
+	return got
+}
+
 func TestRunReleasesOncePerQuietPeriod(t *testing.T) {
 	s := &script{afterRelease: 21 * mib, samples: []Sample{
 		{0, 20 * mib},                        // start: the floor
@@ -66,19 +85,7 @@ func TestRunReleasesOncePerQuietPeriod(t *testing.T) {
 		{90 * mib, 30 * mib},                 // busy again
 		{90*mib + 10, 30 * mib},              // quiet, 9 MiB over: release
 	}}
-	ticks := make(chan time.Time)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	var got []Released
-	go func() {
-		defer close(done)
-		RunWith(ctx, ticks, Policy{Quiet: 1 * mib, MinExcess: 4 * mib}, s.read, s.release, func(r Released) { got = append(got, r) })
-	}()
-	for range 9 {
-		ticks <- time.Time{}
-	}
-	cancel()
-	<-done
+	got := s.run(9)
 	if s.releases != 2 {
 		t.Fatalf("released %d times, want 2 (once per quiet period after work)", s.releases)
 	}
@@ -96,18 +103,7 @@ func TestRunFollowsTheRuntimesOwnReturns(t *testing.T) {
 		{200, 15 * mib}, // quiet, 3 MiB over: not yet
 		{300, 17 * mib}, // quiet, 5 MiB over the new floor: release
 	}}
-	ticks := make(chan time.Time)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		RunWith(ctx, ticks, Policy{Quiet: 1 * mib, MinExcess: 4 * mib}, s.read, s.release, nil)
-	}()
-	for range 3 {
-		ticks <- time.Time{}
-	}
-	cancel()
-	<-done
+	s.run(3)
 	if s.releases != 1 {
 		t.Errorf("released %d times, want 1 (17 MiB is 5 MiB over the runtime's own 12)", s.releases)
 	}

@@ -70,9 +70,11 @@ func measure(ctx context.Context, c *config, fx *fixture, logf func(string, ...a
 	started := time.Now()
 	res.LoadAvg[0] = loadAvg()
 	err = m.install(ctx, started, gens0, w0)
+	installed := time.Now()
 	if err == nil {
 		err = m.single(ctx)
 	}
+	singled := time.Now()
 	if err == nil {
 		err = m.burst(ctx)
 	}
@@ -80,6 +82,20 @@ func measure(ctx context.Context, c *config, fx *fixture, logf func(string, ...a
 	res.LoadAvg[1] = loadAvg()
 	for _, s := range ctrl.allSamples() {
 		res.Memory.PeakMB = max(res.Memory.PeakMB, mb(s.mem.rss))
+	}
+	peakOf := func(from, to time.Time) PhasePeak {
+		var peak memStat
+		for _, s := range ctrl.memBetween(from, to) {
+			if s.rss > peak.rss {
+				peak = s
+			}
+		}
+		return PhasePeak{MB: mb(peak.rss), AnonMB: mb(peak.anon), FileMB: mb(peak.file)}
+	}
+	res.Memory.PeakByPhase = PhasePeaks{
+		Install: peakOf(started, installed),
+		Single:  peakOf(installed, singled),
+		Burst:   peakOf(singled, end),
 	}
 	res.Memory.Samples = len(ctrl.allSamples())
 	res.Duration = ms(end.Sub(res.Started))

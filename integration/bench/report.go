@@ -120,6 +120,24 @@ type BurstResult struct {
 	Internals          *Internals   `json:"internals"`
 }
 
+// PhasePeaks holds the highest VmRSS sample of each phase.
+type PhasePeaks struct {
+	Install PhasePeak `json:"install"`
+	Single  PhasePeak `json:"single"`
+	Burst   PhasePeak `json:"burst"`
+}
+
+// PhasePeak is one sample in MB, split like the steady figure.
+type PhasePeak struct {
+	MB     float64 `json:"mb"`
+	AnonMB float64 `json:"anonMb"`
+	FileMB float64 `json:"fileMb"`
+}
+
+func (p PhasePeak) String() string {
+	return fmt.Sprintf("%.1f MB (%.1f + %.1f)", p.MB, p.AnonMB, p.FileMB)
+}
+
 type MemoryResult struct {
 	SteadyMB float64 `json:"steadyMb"`
 	// SteadyAnonMB and SteadyFileMB split SteadyMB into anonymous memory
@@ -127,7 +145,11 @@ type MemoryResult struct {
 	SteadyAnonMB float64 `json:"steadyAnonMb"`
 	SteadyFileMB float64 `json:"steadyFileMb"`
 	PeakMB       float64 `json:"peakMb"`
-	Samples      int     `json:"samples"`
+	// PeakByPhase says when the peak happened: the highest sample while
+	// the controller installed (listed and settled), during the single
+	// changes, and during the burst.
+	PeakByPhase PhasePeaks `json:"peakByPhase"`
+	Samples     int        `json:"samples"`
 	// GoHeap is the Go runtime's view at the end of install, when the
 	// controller exposes go_memstats_*.
 	GoHeap *GoHeap `json:"goHeap,omitempty"`
@@ -259,6 +281,8 @@ func printReport(w io.Writer, r *Results) {
 	fmt.Fprintf(t, "  steady\t%.1f MB (median over the quiet period after install): %.1f MB anonymous + %.1f MB file-backed (RssAnon/RssFile)\n",
 		r.Memory.SteadyMB, r.Memory.SteadyAnonMB, r.Memory.SteadyFileMB)
 	fmt.Fprintf(t, "  peak\t%.1f MB (max of %d samples, whole run)\n", r.Memory.PeakMB, r.Memory.Samples)
+	pp := r.Memory.PeakByPhase
+	fmt.Fprintf(t, "  peak by phase\tinstall %s, single changes %s, burst %s (anonymous + file-backed)\n", pp.Install, pp.Single, pp.Burst)
 	if h := r.Memory.GoHeap; h != nil {
 		fmt.Fprintf(t, "  Go heap after install\t%.1f MB in use, %.1f MB idle of which %.1f MB returned to the OS (go_memstats_heap_*)\n", h.InuseMB, h.IdleMB, h.ReleasedMB)
 	}

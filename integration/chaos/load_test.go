@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -270,12 +271,43 @@ func (l *load) count() (restarts, lost, duplicated int) {
 		case got < l.round:
 			lost += l.round - got
 			f.T.Errorf("%s restarted %d times for %d changes", name(i), got, l.round)
+			l.explain(name(i))
 		case got > l.round:
 			duplicated += got - l.round
 			f.T.Errorf("%s restarted %d times for %d changes", name(i), got, l.round)
+			l.explain(name(i))
 		}
 	}
 	return restarts, lost, duplicated
+}
+
+// explain logs what a failure needs to be understood for one Deployment:
+// its requests' status, its rollout status and the manager's log lines
+// that name it (the failure output otherwise holds only the log's tail).
+func (l *load) explain(deployment string) {
+	f := l.f
+	for _, kr := range f.Requests() {
+		if kr.Spec.TargetRef.Name != deployment {
+			continue
+		}
+		st, _ := json.Marshal(kr.Status)
+		f.T.Logf("KickRequest %s: annotations %v\nstatus %s", kr.Name, kr.Annotations, st)
+	}
+	var d appsv1.Deployment
+	if err := f.Env.Client.Get(f.Ctx, client.ObjectKey{Namespace: f.NS, Name: deployment}, &d); err == nil {
+		st, _ := json.Marshal(d.Status)
+		f.T.Logf("Deployment %s: generation %d, template annotations %v\nstatus %s", deployment, d.Generation, d.Spec.Template.Annotations, st)
+	}
+	var lines []string
+	for _, line := range strings.Split(f.Mgr.Log(), "\n") {
+		if strings.Contains(line, deployment+`"`) || strings.Contains(line, deployment+" ") || strings.Contains(line, "/"+deployment) {
+			lines = append(lines, line)
+		}
+	}
+	if len(lines) > 300 {
+		lines = lines[len(lines)-300:]
+	}
+	f.T.Logf("kick-manager log lines naming %s (%d, at most the last 300):\n%s", deployment, len(lines), strings.Join(lines, "\n"))
 }
 
 // percentiles returns the median and the largest of ds.

@@ -147,3 +147,42 @@ func TestUnrecordedRestart(t *testing.T) {
 		t.Error("a paid debt is still remembered")
 	}
 }
+
+// A request following a rollout that is not complete looks again within
+// rolloutPoll even when its timeout is far off, so a missed event of its
+// workload or ReplicaSets holds it a minute at most; near the timeout it
+// looks again when the timeout is due.
+func TestTrackLooksAgainWithinThePoll(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	kind, _ := workload.Builtin().Lookup(kickv1alpha1.TargetDeployment)
+	for _, tc := range []struct {
+		name    string
+		elapsed time.Duration
+		want    time.Duration
+	}{
+		{"young rollout", 10 * time.Second, rolloutPoll},
+		{"close to the timeout", 15*time.Minute - 20*time.Second, 20 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stamp := now.Add(-tc.elapsed)
+			value := freshness.FormatStamp(stamp)
+			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
+			d.Spec.Template.Annotations = map[string]string{freshness.RestartedAtAnnotation: value}
+			started := metav1.NewMicroTime(stamp)
+			s := &step{
+				r:      &Reconciler{RolloutTimeout: 15 * time.Minute, mem: newMemory()},
+				kr:     &kickv1alpha1.KickRequest{Status: kickv1alpha1.KickRequestStatus{CurrentRollout: &kickv1alpha1.RolloutMarker{StartedAt: &started, RestartedAt: value}}},
+				now:    now,
+				handle: workload.Handle{Object: d, Kind: kind, Target: d},
+			}
+			s.a.Rollout = freshness.Rollout{Reason: freshness.NoMatchingReplicaSet, Message: "no ReplicaSet of this deployment matches its pod template yet"}
+			res, done := s.track()
+			if !done || res.RequeueAfter != tc.want {
+				t.Fatalf("track() = %+v, done %v; want a look again after %s", res, done, tc.want)
+			}
+			if s.kr.Status.Phase != kickv1alpha1.PhaseExecuting {
+				t.Fatalf("phase %q, want Executing", s.kr.Status.Phase)
+			}
+		})
+	}
+}

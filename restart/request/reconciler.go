@@ -284,6 +284,11 @@ func (s *step) assess(ctx context.Context) error {
 	return nil
 }
 
+// rolloutPoll is how often a request looks at its rollout when no event
+// of the workload or its ReplicaSets woke it: events wake it at once; the
+// poll only bounds how long a missed one can hold it.
+const rolloutPoll = time.Minute
+
 // track follows the rollout this request started. It reports done when
 // the step is decided; otherwise the restart must be evaluated again (a
 // change arrived while the rollout ran).
@@ -312,7 +317,7 @@ func (s *step) track() (ctrl.Result, bool) {
 			return s.fail(kickv1alpha1.ReasonRolloutTimeout, fmt.Sprintf("the rollout of %s did not complete within %s: %s", s.targetRef(), s.r.RolloutTimeout, rollout.Message)), true
 		}
 		st.Phase = kickv1alpha1.PhaseExecuting
-		return ctrl.Result{RequeueAfter: s.r.RolloutTimeout - elapsed}, true
+		return ctrl.Result{RequeueAfter: min(s.r.RolloutTimeout-elapsed, rolloutPoll)}, true
 	}
 	s.condition(kickv1alpha1.ConditionRolloutComplete, true, "Complete", "the rollout completed")
 	if marker.ReplicaSet == "" {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -107,6 +109,14 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	toNamespaceRequests := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
 		return openRequestsIn(ctx, mgr.GetClient(), obj.GetNamespace())
 	})
+	// A Deployment's (or a Rollout's) rollout is judged from its ReplicaSets
+	// too, which come through an informer of their own: a ReplicaSet the
+	// cache shows only after its owner's last event (a watch that
+	// reconnected late after an API server outage) must wake the request
+	// waiting for that rollout.
+	toOwnerRequests := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+		return requestsOfController(ctx, mgr.GetClient(), opts.Kinds, obj)
+	})
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("kickrequest").
 		For(&kickv1alpha1.KickRequest{}, builder.WithPredicates(predicate.Or(
@@ -118,6 +128,12 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	for _, kind := range opts.Kinds.Objects() {
 		b = b.Watches(kind, lowPriority(toRequests))
 	}
+	// A rollout is judged by which ReplicaSets exist (the one running the
+	// current template, or labelled with the current revision), never by
+	// their status: creations and deletions are the events that matter.
+	b = b.Watches(&appsv1.ReplicaSet{}, lowPriority(toOwnerRequests), builder.WithPredicates(predicate.Funcs{
+		UpdateFunc: func(event.UpdateEvent) bool { return false },
+	}))
 	for _, w := range opts.Wakes {
 		b = b.Watches(w.Object, wakeHandler(mgr.GetClient(), w))
 	}
@@ -192,6 +208,20 @@ func targetRequests(ctx context.Context, c client.Reader, ref workload.Ref, fini
 		}
 	}
 	return out
+}
+
+// requestsOfController maps a ReplicaSet to the open requests of the
+// workload that controls it, when that workload is of a kind KICK restarts.
+func requestsOfController(ctx context.Context, c client.Reader, kinds *workload.Registry, obj client.Object) []reconcile.Request {
+	owner := metav1.GetControllerOf(obj)
+	if owner == nil {
+		return nil
+	}
+	kind := kickv1alpha1.TargetKind(owner.Kind)
+	if _, err := kinds.New(kind); err != nil {
+		return nil
+	}
+	return targetRequests(ctx, c, workload.Ref{Kind: kind, Namespace: obj.GetNamespace(), Name: owner.Name}, false)
 }
 
 // requestsOfConsumers maps an observation record to the requests, open or

@@ -75,10 +75,13 @@ type SourceReconciler struct {
 	// multiply by the worker count. 0 means DefaultMaxFullReads.
 	MaxFullReads int
 
-	triggers  map[string]chan event.GenericEvent // per source kind; set by SetupWithManager
-	own       ownWrites
-	metrics   *metrics
-	fullReads limiter
+	triggers map[string]chan event.GenericEvent // per source kind; set by SetupWithManager
+	// consumerIndex lets followed read the workload informers' index
+	// directly; set by SetupWithManager (nil: through the List).
+	consumerIndex *consumerIndex
+	own           ownWrites
+	metrics       *metrics
+	fullReads     limiter
 }
 
 // DefaultMaxFullReads is the default of SourceReconciler.MaxFullReads. A full read of a source

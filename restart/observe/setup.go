@@ -68,6 +68,7 @@ func (r *SourceReconciler) SetupWithManager(mgr manager.Manager, opts Options) e
 	if r.Live == nil {
 		r.Live = mgr.GetAPIReader()
 	}
+	r.consumerIndex = &consumerIndex{informers: mgr.GetCache()}
 	r.metrics = newMetrics(opts.Registerer)
 	r.triggers = make(map[string]chan event.GenericEvent, len(sourceKinds))
 	workers := max(opts.MaxConcurrentReconciles, 1)
@@ -229,10 +230,16 @@ func (k kindReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 // workloadHandler). When the cache cannot answer, the event goes through.
 func (r *SourceReconciler) followed(kind string, src client.Object) bool {
 	ctx := context.Background()
-	sel := client.MatchingFields{discovery.SourceIndex: discovery.IndexKey(kind, src.GetName())}
+	indexKey := discovery.IndexKey(kind, src.GetName())
 	for _, wk := range r.Kinds.Kinds() {
+		if consumed, answered := r.consumerIndex.consumed(ctx, wk, src.GetNamespace(), indexKey); answered {
+			if consumed {
+				return true
+			}
+			continue
+		}
 		list := wk.NewList()
-		if err := r.Client.List(ctx, list, client.InNamespace(src.GetNamespace()), sel); err != nil || meta.LenList(list) > 0 {
+		if err := r.Client.List(ctx, list, client.InNamespace(src.GetNamespace()), client.MatchingFields{discovery.SourceIndex: indexKey}); err != nil || meta.LenList(list) > 0 {
 			return true
 		}
 	}

@@ -186,3 +186,35 @@ func TestTrackLooksAgainWithinThePoll(t *testing.T) {
 		})
 	}
 }
+
+// A ReplicaSet wakes the requests of the Deployment that controls it; no
+// owner, an owner that is not its controller, or a kind of the same name
+// from another API group wakes nothing.
+func TestControllingWorkload(t *testing.T) {
+	rs := func(refs ...metav1.OwnerReference) *appsv1.ReplicaSet {
+		return &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1", OwnerReferences: refs}}
+	}
+	controller := func(apiVersion, kind string, isController bool) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: "web", UID: "u", Controller: &isController}
+	}
+	for _, tc := range []struct {
+		name string
+		obj  *appsv1.ReplicaSet
+		want bool
+	}{
+		{"Deployment controller", rs(controller("apps/v1", "Deployment", true)), true},
+		{"no owner", rs(), false},
+		{"owner, not controller", rs(controller("apps/v1", "Deployment", false)), false},
+		{"Deployment of another group", rs(controller("example.com/v1", "Deployment", true)), false},
+		{"kind KICK does not restart", rs(controller("example.com/v1", "Widget", true)), false},
+	} {
+		ref, ok := controllingWorkload(workload.Builtin(), tc.obj)
+		if ok != tc.want {
+			t.Errorf("%s: woke %v, want %v", tc.name, ok, tc.want)
+			continue
+		}
+		if ok && (ref.Kind != kickv1alpha1.TargetDeployment || ref.Namespace != "shop" || ref.Name != "web") {
+			t.Errorf("%s: woke %s", tc.name, ref)
+		}
+	}
+}

@@ -213,15 +213,26 @@ func targetRequests(ctx context.Context, c client.Reader, ref workload.Ref, fini
 // requestsOfController maps a ReplicaSet to the open requests of the
 // workload that controls it, when that workload is of a kind KICK restarts.
 func requestsOfController(ctx context.Context, c client.Reader, kinds *workload.Registry, obj client.Object) []reconcile.Request {
+	ref, ok := controllingWorkload(kinds, obj)
+	if !ok {
+		return nil
+	}
+	return targetRequests(ctx, c, ref, false)
+}
+
+// controllingWorkload names the workload whose controller reference obj
+// carries, when its kind and API version are a kind KICK restarts: a
+// same-named kind of another API group is not a Deployment.
+func controllingWorkload(kinds *workload.Registry, obj client.Object) (workload.Ref, bool) {
 	owner := metav1.GetControllerOf(obj)
 	if owner == nil {
-		return nil
+		return workload.Ref{}, false
 	}
-	kind := kickv1alpha1.TargetKind(owner.Kind)
-	if _, err := kinds.New(kind); err != nil {
-		return nil
+	k, ok := kinds.Lookup(kickv1alpha1.TargetKind(owner.Kind))
+	if !ok || k.APIVersion != owner.APIVersion {
+		return workload.Ref{}, false
 	}
-	return targetRequests(ctx, c, workload.Ref{Kind: kind, Namespace: obj.GetNamespace(), Name: owner.Name}, false)
+	return workload.Ref{Kind: k.Target, Namespace: obj.GetNamespace(), Name: owner.Name}, true
 }
 
 // requestsOfConsumers maps an observation record to the requests, open or

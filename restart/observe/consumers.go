@@ -34,9 +34,10 @@ type informerGetter interface {
 
 // controller-runtime's field indexes are informer indexes named
 // "field:NAME", keyed "NAMESPACE/VALUE" (its internal FieldIndexName and
-// KeyToNamespacedKey). Should that ever change, the lookup finds no index
-// and falls back to the List; the integration tests, whose every restart
-// passes through followed, would show a changed key format at once.
+// KeyToNamespacedKey). TestConsumerIndexReadsControllerRuntimesIndex
+// registers the index through controller-runtime's own cache and fails if
+// either changes (the lookup would otherwise fall back to the List, or miss
+// consumers).
 func fieldIndexName(field string) string { return "field:" + field }
 
 func namespacedIndexKey(namespace, value string) string { return namespace + "/" + value }

@@ -3,11 +3,17 @@ package observe
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -109,4 +115,52 @@ func TestConsumerIndex(t *testing.T) {
 			t.Error("a nil index answered")
 		}
 	})
+}
+
+// TestConsumerIndexReadsControllerRuntimesIndex holds consumerIndex to the
+// index controller-runtime itself builds: its informer cache (created but
+// never started, so no API server is involved) gets discovery.SourceIndex
+// registered the way the manager registers it, and a Deployment in the
+// informer's store must be found directly. If controller-runtime renamed
+// its field indexes or changed their key format, followed would quietly
+// fall back to the slow List (or miss consumers); this test fails instead.
+func TestConsumerIndexReadsControllerRuntimesIndex(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(appsv1.SchemeGroupVersion.WithKind("Deployment"), meta.RESTScopeNamespace)
+	// Nothing listens on the discard port: the cache is never started.
+	c, err := cache.New(&rest.Config{Host: "http://127.0.0.1:9"}, cache.Options{Scheme: scheme, Mapper: mapper})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := discovery.RegisterIndexesFor(ctx, c, &appsv1.Deployment{}); err != nil {
+		t.Fatal(err)
+	}
+	inf, err := c.GetInformer(ctx, &appsv1.Deployment{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
+	web.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app", EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}}}}}}
+	store, ok := inf.(interface{ GetIndexer() toolscache.Indexer })
+	if !ok {
+		t.Fatalf("controller-runtime's informer %T exposes no indexer", inf)
+	}
+	if err := store.GetIndexer().Add(web); err != nil {
+		t.Fatal(err)
+	}
+
+	kind, _ := workload.Builtin().Lookup(kickv1alpha1.TargetDeployment)
+	idx := &consumerIndex{informers: c}
+	if consumed, answered := idx.consumed(ctx, *kind, "shop", discovery.IndexKey(discovery.KindSecret, "db")); !answered || !consumed {
+		t.Fatalf("consumed %v, answered %v; want both: controller-runtime's index is not where consumerIndex reads it (indexes: %v)",
+			consumed, answered, slices.Collect(maps.Keys(store.GetIndexer().GetIndexers())))
+	}
+	if consumed, answered := idx.consumed(ctx, *kind, "other", discovery.IndexKey(discovery.KindSecret, "db")); !answered || consumed {
+		t.Errorf("another namespace: consumed %v, answered %v; want not consumed, answered", consumed, answered)
+	}
 }

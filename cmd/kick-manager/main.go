@@ -113,7 +113,12 @@ func run() error {
 		return err
 	}
 	keys := observe.NewFingerprinter(key)
-	byObject := cacheByObject(active, opts)
+	byObject := observe.NewCacheOptions()
+	byObject[&appsv1.ReplicaSet{}] = workload.ReplicaSetCacheOptions()
+	active.cacheOptions(byObject)
+	if opts.timelineEnabled() {
+		byObject[&corev1.Event{}] = timeline.EventCacheOptions()
+	}
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
@@ -203,17 +208,4 @@ func metricsOptions(opts options) metricsserver.Options {
 		o.CertDir = opts.metricsCertDir
 	}
 	return o
-}
-
-// cacheByObject is the manager cache's per-kind settings: Secrets and
-// ConfigMaps metadata-only, ReplicaSets without their pod templates, the
-// active integrations' kinds, and the timeline's Events when it is on.
-func cacheByObject(active *integrations, opts options) map[client.Object]cache.ByObject {
-	byObject := observe.NewCacheOptions()
-	byObject[&appsv1.ReplicaSet{}] = workload.ReplicaSetCacheOptions()
-	active.cacheOptions(byObject)
-	if opts.timelineEnabled() {
-		byObject[&corev1.Event{}] = timeline.EventCacheOptions()
-	}
-	return byObject
 }

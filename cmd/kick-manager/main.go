@@ -12,7 +12,6 @@ import (
 	"runtime/debug"
 	"sync/atomic"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -28,7 +27,6 @@ import (
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/cmd/kick-manager/internal/memtrim"
 	"github.com/kick-operator/kick/restart/observe"
-	"github.com/kick-operator/kick/restart/workload"
 	"github.com/kick-operator/kick/sinks/timeline"
 )
 
@@ -114,7 +112,6 @@ func run() error {
 	}
 	keys := observe.NewFingerprinter(key)
 	byObject := observe.NewCacheOptions()
-	byObject[&appsv1.ReplicaSet{}] = workload.ReplicaSetCacheOptions()
 	active.cacheOptions(byObject)
 	if opts.timelineEnabled() {
 		byObject[&corev1.Event{}] = timeline.EventCacheOptions()
@@ -124,8 +121,7 @@ func run() error {
 		Scheme: scheme,
 		Cache: cache.Options{
 			// Secrets and ConfigMaps are cached metadata-only and cut down
-			// to what decisions read, ReplicaSets without their pod
-			// templates; everything else drops managedFields.
+			// to what decisions read; everything else drops managedFields.
 			ByObject:         byObject,
 			DefaultTransform: cache.TransformStripManagedFields(),
 		},

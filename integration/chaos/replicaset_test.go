@@ -61,18 +61,25 @@ func TestReplicaSetSeenLateWakesItsRequest(t *testing.T) {
 
 	// The ReplicaSet the controller-manager would have created for the
 	// restarted template.
-	template := *d.Spec.Template.DeepCopy()
-	template.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = "late"
-	selector := d.Spec.Selector.DeepCopy()
-	selector.MatchLabels[appsv1.DefaultDeploymentUniqueLabelKey] = "late"
-	f.Create(&appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-late", Labels: template.Labels,
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(&d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
-		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](1), Selector: selector, Template: template},
-	})
+	createReplicaSetOf(f, &d, "late")
 	// Well within the request's poll (a minute): only the ReplicaSet's own
 	// event can wake it this soon.
 	f.WaitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 20*time.Second)
+}
+
+// createReplicaSetOf creates the ReplicaSet the controller-manager would
+// create for d's current template, named after d and hash.
+func createReplicaSetOf(f *fixture.F, d *appsv1.Deployment, hash string) {
+	f.T.Helper()
+	template := *d.Spec.Template.DeepCopy()
+	template.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = hash
+	selector := d.Spec.Selector.DeepCopy()
+	selector.MatchLabels[appsv1.DefaultDeploymentUniqueLabelKey] = hash
+	f.Create(&appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: d.Name + "-" + hash, Labels: template.Labels,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](1), Selector: selector, Template: template},
+	})
 }
 
 // stopKCM stops the controller-manager until the test ends.

@@ -73,6 +73,9 @@ type Driver struct {
 	Records *inflight.Records
 
 	handed handedChanges
+	// identifying are the workloads whose rollout the driver is waiting to
+	// date before it decides (see identifyGrace).
+	identifying identifyWaits
 	// mem is shared with the request reconciler: the stamps this process
 	// wrote and the restarts the driver is applying now. Nil turns the
 	// driver's own restarts off.
@@ -173,9 +176,15 @@ func (d *Driver) Reconcile(ctx context.Context, k WorkloadKey) (reconcile.Result
 		if errors.Is(err, errLookAgain) {
 			return reconcile.Result{RequeueAfter: lookAgain}, nil
 		}
+		var later errIdentifying
+		if errors.As(err, &later) {
+			return reconcile.Result{RequeueAfter: later.after}, nil
+		}
 		d.Metrics.error("driver", "Ensure")
 		return reconcile.Result{}, err
 	}
+	// This look decided; the workload's rollout is no longer waited for.
+	d.identifying.done(k)
 	d.handed.answered(k, handed)
 	return reconcile.Result{}, nil
 }
@@ -230,6 +239,12 @@ func (d *Driver) ensure(ctx context.Context, k WorkloadKey, handed handoff) erro
 	}
 	f.Handed = handed.change
 	a := assess.Assess(f)
+	if rolloutUnidentified(&a) {
+		if after, ok := d.identifying.wait(k, d.Now()); ok {
+			d.Metrics.decision("identifying")
+			return errIdentifying{after: after}
+		}
+	}
 	switch {
 	case a.Selection.State == assess.NotSelected:
 		d.Metrics.decision("unmanaged")

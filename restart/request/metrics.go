@@ -17,6 +17,7 @@ type Metrics struct {
 	latency      prometheus.Histogram
 	gateWait     prometheus.Histogram
 	driverEvents *prometheus.CounterVec
+	undated      prometheus.Gauge
 }
 
 // NewMetrics creates the metrics and registers them with reg (nil: not
@@ -45,9 +46,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		driverEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kick_driver_decisions_total", Help: "What the restart driver did with a source change for one consumer.",
 		}, []string{"decision"}),
+		undated: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "kick_driver_undated_rollouts",
+			Help: "Workloads whose rollout the restart driver is waiting to date (no ReplicaSet of the template yet) before it decides.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.restarts, m.errors, m.latency, m.gateWait, m.driverEvents)
+		reg.MustRegister(m.requests, m.restarts, m.errors, m.latency, m.gateWait, m.driverEvents, m.undated)
 	}
 	return m
 }
@@ -93,6 +98,12 @@ func (m *Metrics) observeLatency(d time.Duration) {
 func (m *Metrics) observeGateWait(d time.Duration) {
 	if m != nil && d >= 0 {
 		m.gateWait.Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) undatedRollouts(n int) {
+	if m != nil {
+		m.undated.Set(float64(n))
 	}
 }
 

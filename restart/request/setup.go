@@ -162,6 +162,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		Retention: opts.Retention,
 		mem:       r.mem,
 	}
+	driver.identifying.gauge = opts.Metrics.undatedRollouts
 	dc, err := controller.NewTyped[WorkloadKey]("kick-driver", mgr, controller.TypedOptions[WorkloadKey]{
 		Reconciler:              driver,
 		MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1),

@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"sync/atomic"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -27,6 +28,7 @@ import (
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/cmd/kick-manager/internal/memtrim"
 	"github.com/kick-operator/kick/restart/observe"
+	"github.com/kick-operator/kick/restart/workload"
 	"github.com/kick-operator/kick/sinks/timeline"
 )
 
@@ -111,17 +113,14 @@ func run() error {
 		return err
 	}
 	keys := observe.NewFingerprinter(key)
-	byObject := observe.NewCacheOptions()
-	active.cacheOptions(byObject)
-	if opts.timelineEnabled() {
-		byObject[&corev1.Event{}] = timeline.EventCacheOptions()
-	}
+	byObject := cacheByObject(active, opts)
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
 		Cache: cache.Options{
 			// Secrets and ConfigMaps are cached metadata-only and cut down
-			// to what decisions read; everything else drops managedFields.
+			// to what decisions read, ReplicaSets without their pod
+			// templates; everything else drops managedFields.
 			ByObject:         byObject,
 			DefaultTransform: cache.TransformStripManagedFields(),
 		},
@@ -204,4 +203,17 @@ func metricsOptions(opts options) metricsserver.Options {
 		o.CertDir = opts.metricsCertDir
 	}
 	return o
+}
+
+// cacheByObject is the manager cache's per-kind settings: Secrets and
+// ConfigMaps metadata-only, ReplicaSets without their pod templates, the
+// active integrations' kinds, and the timeline's Events when it is on.
+func cacheByObject(active *integrations, opts options) map[client.Object]cache.ByObject {
+	byObject := observe.NewCacheOptions()
+	byObject[&appsv1.ReplicaSet{}] = workload.ReplicaSetCacheOptions()
+	active.cacheOptions(byObject)
+	if opts.timelineEnabled() {
+		byObject[&corev1.Event{}] = timeline.EventCacheOptions()
+	}
+	return byObject
 }

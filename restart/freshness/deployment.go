@@ -98,7 +98,8 @@ func Deployment(d *appsv1.Deployment, replicaSets []appsv1.ReplicaSet) Rollout {
 
 // CurrentReplicaSet finds the ReplicaSet running d's current pod template:
 // among the ReplicaSets controlled by d's UID, the one whose template equals
-// d's once the pod-template-hash label is ignored. It deliberately does not
+// d's once the pod-template-hash label is ignored (for a ReplicaSet cut down
+// by CompactReplicaSet, whose fingerprint equals that of d's template). It deliberately does not
 // pick the newest ReplicaSet, which is wrong after a rollback. When there is
 // not exactly one match it returns nil with NoMatchingReplicaSet or
 // AmbiguousReplicaSetMatch and a message. The result points into
@@ -106,9 +107,20 @@ func Deployment(d *appsv1.Deployment, replicaSets []appsv1.ReplicaSet) Rollout {
 func CurrentReplicaSet(d *appsv1.Deployment, replicaSets []appsv1.ReplicaSet) (*appsv1.ReplicaSet, string, string) {
 	var match *appsv1.ReplicaSet
 	var names []string
+	var dFingerprint string // of d's template, computed for the first compact ReplicaSet
 	for i := range replicaSets {
 		rs := &replicaSets[i]
-		if !controlledBy(rs, d.UID) || !sameTemplate(&rs.Spec.Template, &d.Spec.Template) {
+		if !controlledBy(rs, d.UID) {
+			continue
+		}
+		if fp, compact := compactFingerprint(rs); compact {
+			if dFingerprint == "" {
+				dFingerprint = TemplateFingerprint(&d.Spec.Template)
+			}
+			if fp == "" || fp != dFingerprint {
+				continue
+			}
+		} else if !sameTemplate(&rs.Spec.Template, &d.Spec.Template) {
 			continue
 		}
 		if match == nil {

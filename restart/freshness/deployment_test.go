@@ -404,6 +404,16 @@ func TestDeployment(t *testing.T) {
 			got := Deployment(d, rss)
 			checkRollout(t, got, tc.want)
 		})
+		// The same through the manager's cache, which keeps ReplicaSets
+		// without their templates (CompactReplicaSet): every decision
+		// must come out the same.
+		t.Run(tc.name+"/compact", func(t *testing.T) {
+			d, rss := tc.setup()
+			for i := range rss {
+				CompactReplicaSet(&rss[i])
+			}
+			checkRollout(t, Deployment(d, rss), tc.want)
+		})
 	}
 }
 

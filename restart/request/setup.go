@@ -180,6 +180,11 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		Complete(&adopter{client: mgr.GetClient(), driver: driver, enqueueSources: opts.EnqueueSources})
 }
 
+// The event mappers below only read names and phases of what they list:
+// they list the cache's own objects (client.UnsafeDisableDeepCopy), which
+// they must never modify, instead of copying every KickRequest of a
+// workload for each of its events.
+
 // requestsFor maps a workload event to the open KickRequests of that
 // workload, and of the workloads whose requests follow it (a Deployment run
 // by a Rollout through workloadRef).
@@ -197,7 +202,7 @@ func targetRequests(ctx context.Context, c client.Reader, ref workload.Ref, fini
 	}
 	var list kickv1alpha1.KickRequestList
 	if err := c.List(ctx, &list, client.InNamespace(ref.Namespace),
-		client.MatchingFields{TargetIndex: ref.Key()}); err != nil {
+		client.MatchingFields{TargetIndex: ref.Key()}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	// Only open requests follow their workload; finished ones are reopened
@@ -247,7 +252,8 @@ func requestsOfConsumers(ctx context.Context, c client.Reader, kinds *workload.R
 	var out []reconcile.Request
 	for _, list := range kinds.Lists() {
 		if err := c.List(ctx, list, client.InNamespace(rec.Namespace),
-			client.MatchingFields{discovery.SourceIndex: discovery.IndexKey(string(rec.Spec.Source.Kind), rec.Spec.Source.Name)}); err != nil {
+			client.MatchingFields{discovery.SourceIndex: discovery.IndexKey(string(rec.Spec.Source.Kind), rec.Spec.Source.Name)},
+			client.UnsafeDisableDeepCopy); err != nil {
 			continue
 		}
 		for _, w := range workload.Items(list) {
@@ -261,7 +267,7 @@ func requestsOfConsumers(ctx context.Context, c client.Reader, kinds *workload.R
 // namespace, whose gate or scope it may change.
 func openRequestsIn(ctx context.Context, c client.Reader, namespace string) []reconcile.Request {
 	var list kickv1alpha1.KickRequestList
-	if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+	if err := c.List(ctx, &list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	var out []reconcile.Request
@@ -280,7 +286,7 @@ func wakeHandler(c client.Reader, w gitops.Wake) handler.EventHandler {
 		var out []reconcile.Request
 		for _, key := range w.Keys(ctx, obj) {
 			var list kickv1alpha1.KickRequestList
-			if err := c.List(ctx, &list, client.MatchingFields{WakeIndex: key}); err != nil {
+			if err := c.List(ctx, &list, client.MatchingFields{WakeIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
 				continue
 			}
 			for i := range list.Items {

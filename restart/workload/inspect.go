@@ -5,7 +5,10 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kick-operator/kick/restart/freshness"
 )
 
 // OwnerIndex indexes ReplicaSets by the UID of their controlling owner, so a
@@ -22,6 +25,24 @@ func RegisterIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 		}
 		return nil
 	})
+}
+
+// ReplicaSetCacheOptions caches ReplicaSets cut down by
+// freshness.CompactReplicaSet: a Deployment keeps up to ten old revisions,
+// each a full copy of a pod template, and rollout decisions only compare
+// templates, which the fingerprint does. Merge it into cache.Options.ByObject.
+func ReplicaSetCacheOptions() cache.ByObject {
+	return cache.ByObject{Transform: TransformReplicaSet}
+}
+
+// TransformReplicaSet is the cache transform of ReplicaSets (see
+// ReplicaSetCacheOptions). Anything else, such as a deletion tombstone,
+// passes through unchanged.
+func TransformReplicaSet(in any) (any, error) {
+	if rs, ok := in.(*appsv1.ReplicaSet); ok {
+		freshness.CompactReplicaSet(rs)
+	}
+	return in, nil
 }
 
 // ControlledReplicaSets returns the ReplicaSets controlled by owner, read

@@ -84,8 +84,18 @@ func (s *step) coalesce(ctx context.Context) (bool, error) {
 // executingGrace is how long a rollout the driver started may run before
 // its request records phase Executing; claimPoll is how soon a request
 // looks again while the driver's patch is in flight.
+//
+// In a burst (a request put off its first write while at least
+// busyRollouts requests of this manager did) the grace is busyGrace: every
+// Executing write and its Event would then compete with the rollouts for
+// the API server, and a rollout that ends within the grace takes its
+// request from Pending to its end in one write. The restart itself is
+// durable either way: the workload carries the stamp and the request
+// names it.
 const (
 	executingGrace = 5 * time.Second
+	busyGrace      = 60 * time.Second
+	busyRollouts   = 10
 	claimPoll      = 50 * time.Millisecond
 )
 
@@ -128,14 +138,25 @@ func (s *step) followDriverRestart() time.Duration {
 
 // deferStatus returns how long this reconcile may put off its status
 // write (0: not at all): it only adopted the driver's restart, whose
-// rollout is younger than executingGrace, and nothing of it is recorded
-// yet. The workload's rollout progress wakes the request meanwhile.
+// rollout is younger than the grace (executingGrace, or busyGrace in a
+// burst), and nothing of it is recorded yet. The workload's rollout
+// progress wakes the request meanwhile.
 func (s *step) deferStatus(orig *kickv1alpha1.KickRequest) time.Duration {
 	st := &s.kr.Status
+	key := client.ObjectKeyFromObject(s.kr)
 	if !s.adopted || st.Phase != kickv1alpha1.PhaseExecuting || orig.Status.Phase == kickv1alpha1.PhaseExecuting || st.CurrentRollout == nil {
+		s.r.putOff(key, false)
 		return 0
 	}
-	return max(executingGrace-s.now.Sub(st.CurrentRollout.StartedAt.Time), 0)
+	grace := executingGrace
+	if s.r.putOff(key, true) {
+		grace = busyGrace
+	}
+	wait := max(grace-s.now.Sub(st.CurrentRollout.StartedAt.Time), 0)
+	if wait == 0 {
+		s.r.putOff(key, false)
+	}
+	return wait
 }
 
 // driverRestart returns the stamp the driver applied for the request's

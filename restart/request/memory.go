@@ -26,11 +26,35 @@ type memory struct {
 	claims  map[string]time.Time
 	// debts are the driver's restarts whose requests are not written yet.
 	debts map[string]owedRequest
+	// young are the requests following a restart of the driver whose
+	// status does not record it yet (see deferStatus).
+	young map[types.NamespacedName]bool
 }
 
 func newMemory() *memory {
 	return &memory{written: map[types.NamespacedName]string{}, stamps: map[string]time.Time{}, claims: map[string]time.Time{},
-		debts: map[string]owedRequest{}}
+		debts: map[string]owedRequest{}, young: map[types.NamespacedName]bool{}}
+}
+
+// putOff notes whether the request puts off recording the young rollout it
+// follows. It returns how many requests do, and whether this one is part
+// of a burst: it put off its write while busyRollouts or more did, which
+// it stays until it writes.
+func (m *memory) putOff(key types.NamespacedName, putOff bool) (young int, burst bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !putOff {
+		delete(m.young, key)
+		return len(m.young), false
+	}
+	burst, counted := m.young[key]
+	young = len(m.young)
+	if !counted {
+		young++
+	}
+	burst = burst || young >= busyRollouts
+	m.young[key] = burst
+	return young, burst
 }
 
 // owe records that the driver restarted the workload and still has to

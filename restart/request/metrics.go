@@ -18,6 +18,7 @@ type Metrics struct {
 	gateWait     prometheus.Histogram
 	driverEvents *prometheus.CounterVec
 	undated      prometheus.Gauge
+	unrecorded   prometheus.Gauge
 }
 
 // NewMetrics creates the metrics and registers them with reg (nil: not
@@ -50,9 +51,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "kick_driver_undated_rollouts",
 			Help: "Workloads whose rollout the restart driver is waiting to date (no ReplicaSet of the template yet) before it decides.",
 		}),
+		unrecorded: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "kick_requests_unrecorded_restarts",
+			Help: "KickRequests following a restart the driver applied whose status does not record it yet (the first write waits 5 s, 60 s while 10 or more wait).",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.restarts, m.errors, m.latency, m.gateWait, m.driverEvents, m.undated)
+		reg.MustRegister(m.requests, m.restarts, m.errors, m.latency, m.gateWait, m.driverEvents, m.undated, m.unrecorded)
 	}
 	return m
 }
@@ -104,6 +109,12 @@ func (m *Metrics) observeGateWait(d time.Duration) {
 func (m *Metrics) undatedRollouts(n int) {
 	if m != nil {
 		m.undated.Set(float64(n))
+	}
+}
+
+func (m *Metrics) unrecordedRollouts(n int) {
+	if m != nil {
+		m.unrecorded.Set(float64(n))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -64,6 +65,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.mem.read(ctx, r.Client, r.APIReader, req.NamespacedName, &kr); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.mem.forget(req.NamespacedName)
+			r.putOff(req.NamespacedName, false)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -79,6 +81,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if s.deleted {
 		r.mem.forget(req.NamespacedName)
+		r.putOff(req.NamespacedName, false)
 		return ctrl.Result{}, nil
 	}
 	if s.waitForDriver {
@@ -121,6 +124,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	r.announce(ctx, orig, &kr, s)
 	return result, nil
+}
+
+// putOff notes whether the request puts off recording the driver's restart
+// it follows (see memory.putOff), keeping the count as a gauge.
+func (r *Reconciler) putOff(key types.NamespacedName, putOff bool) (burst bool) {
+	n, burst := r.mem.putOff(key, putOff)
+	r.Metrics.unrecordedRollouts(n)
+	return burst
 }
 
 func (r *Reconciler) writeStatus(ctx context.Context, orig, kr *kickv1alpha1.KickRequest) error {

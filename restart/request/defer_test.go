@@ -1,0 +1,93 @@
+package request
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+)
+
+// youngStep is a reconcile of request name that adopted a driver restart
+// started age ago and has recorded nothing of it yet.
+func youngStep(r *Reconciler, name string, now time.Time, age time.Duration) (*step, *kickv1alpha1.KickRequest) {
+	started := metav1.NewMicroTime(now.Add(-age))
+	kr := &kickv1alpha1.KickRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+	orig := kr.DeepCopy()
+	orig.Status.Phase = kickv1alpha1.PhasePending
+	kr.Status.Phase = kickv1alpha1.PhaseExecuting
+	kr.Status.CurrentRollout = &kickv1alpha1.RolloutMarker{StartedAt: &started}
+	return &step{r: r, kr: kr, now: now, adopted: true}, orig
+}
+
+func TestABurstPutsOffTheFirstStatusWrite(t *testing.T) {
+	r := &Reconciler{mem: newMemory()}
+	now := time.Unix(5000, 0)
+
+	// Alone, a young rollout is recorded once it is executingGrace old.
+	s, orig := youngStep(r, "r0", now, time.Second)
+	if got := s.deferStatus(orig); got != executingGrace-time.Second {
+		t.Fatalf("one young rollout: put off for %v, want %v", got, executingGrace-time.Second)
+	}
+	s, orig = youngStep(r, "r0", now, executingGrace)
+	if got := s.deferStatus(orig); got != 0 {
+		t.Fatalf("a rollout as old as the grace is put off for %v", got)
+	}
+	if n, _ := r.mem.putOff(types.NamespacedName{}, false); n != 0 {
+		t.Fatalf("%d requests still counted after the only one was recorded", n)
+	}
+
+	// busyRollouts of them at once: each waits for busyGrace, also one that
+	// waited out executingGrace already.
+	for i := range busyRollouts - 1 {
+		s, orig := youngStep(r, fmt.Sprintf("r%d", i), now, time.Second)
+		if got := s.deferStatus(orig); got != executingGrace-time.Second {
+			t.Fatalf("request %d of a small group: put off for %v", i, got)
+		}
+	}
+	s, orig = youngStep(r, "r-last", now, time.Second)
+	if got := s.deferStatus(orig); got != busyGrace-time.Second {
+		t.Fatalf("the request that makes a burst: put off for %v, want %v", got, busyGrace-time.Second)
+	}
+	s, orig = youngStep(r, "r0", now, 2*executingGrace)
+	if got := s.deferStatus(orig); got != busyGrace-2*executingGrace {
+		t.Fatalf("in a burst, a rollout past executingGrace: put off for %v, want %v", got, busyGrace-2*executingGrace)
+	}
+	s, orig = youngStep(r, "r1", now, busyGrace)
+	if got := s.deferStatus(orig); got != 0 {
+		t.Fatalf("in a burst, a rollout as old as busyGrace is put off for %v", got)
+	}
+
+	// A request that has something to record, or was deleted, no longer
+	// counts. The rest stay in the burst until they write; a request that
+	// comes after it has the lone grace again.
+	s, orig = youngStep(r, "r2", now, 2*executingGrace)
+	s.kr.Status.Phase = kickv1alpha1.PhaseSucceeded
+	if got := s.deferStatus(orig); got != 0 {
+		t.Fatalf("a finished request is put off for %v", got)
+	}
+	r.putOff(types.NamespacedName{Namespace: "ns", Name: "r3"}, false)
+	s, orig = youngStep(r, "r0", now, 2*executingGrace)
+	if got := s.deferStatus(orig); got != busyGrace-2*executingGrace {
+		t.Fatalf("a request of the burst, after others wrote: put off for %v, want %v", got, busyGrace-2*executingGrace)
+	}
+	s, orig = youngStep(r, "r-new", now, time.Second)
+	if got := s.deferStatus(orig); got != executingGrace-time.Second {
+		t.Fatalf("a request after the burst: put off for %v, want %v", got, executingGrace-time.Second)
+	}
+
+	// Nothing adopted, or already recorded as Executing: nothing to put off.
+	s, orig = youngStep(r, "r4", now, time.Second)
+	s.adopted = false
+	if got := s.deferStatus(orig); got != 0 {
+		t.Fatalf("a request that adopted nothing is put off for %v", got)
+	}
+	s, orig = youngStep(r, "r5", now, time.Second)
+	orig.Status.Phase = kickv1alpha1.PhaseExecuting
+	if got := s.deferStatus(orig); got != 0 {
+		t.Fatalf("a request already recorded Executing is put off for %v", got)
+	}
+}

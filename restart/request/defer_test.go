@@ -1,11 +1,14 @@
 package request
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
@@ -89,5 +92,24 @@ func TestABurstPutsOffTheFirstStatusWrite(t *testing.T) {
 	orig.Status.Phase = kickv1alpha1.PhaseExecuting
 	if got := s.deferStatus(orig); got != 0 {
 		t.Fatalf("a request already recorded Executing is put off for %v", got)
+	}
+}
+
+func TestRefusedWritesAreLookedAtAgain(t *testing.T) {
+	gr := schema.GroupResource{Group: kickv1alpha1.GroupVersion.Group, Resource: "kickrequests"}
+	cases := []struct {
+		err  error
+		want bool
+	}{
+		{errLookAgain, true},
+		{fmt.Errorf("reopen: %w", apierrors.NewConflict(gr, "deployment-web", errors.New("the object has been modified"))), true},
+		{apierrors.NewNotFound(gr, "deployment-web"), false},
+		{apierrors.NewForbidden(gr, "deployment-web", errors.New("no")), false},
+		{errors.New("connection refused"), false},
+	}
+	for _, c := range cases {
+		if got := refused(c.err); got != c.want {
+			t.Errorf("refused(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }

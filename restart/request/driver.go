@@ -127,8 +127,8 @@ func (h *handedChanges) answered(k WorkloadKey, c handoff) {
 	}
 }
 
-// lookAgain is how soon the driver looks again at a workload whose restart
-// was refused because it changed meanwhile.
+// lookAgain is how soon the driver looks again at a workload whose restart,
+// or the write of its request, was refused because it changed meanwhile.
 const lookAgain = 50 * time.Millisecond
 
 // driverRateLimiter retries a workload after 100 ms, doubling up to 10 s.
@@ -173,7 +173,9 @@ func (d *Driver) Reconcile(ctx context.Context, k WorkloadKey) (reconcile.Result
 	err := d.ensure(ctx, k, handed)
 	d.Records.Looked(k.lookKey())
 	if err != nil {
-		if errors.Is(err, errLookAgain) {
+		if refused(err) {
+			// The handed change is kept for the next look.
+			log.FromContext(ctx).V(1).Info("looking again after a refused write", "error", err)
 			return reconcile.Result{RequeueAfter: lookAgain}, nil
 		}
 		var later errIdentifying
@@ -354,6 +356,15 @@ func (d *Driver) restartNow(ctx context.Context, k WorkloadKey, h workload.Handl
 // errLookAgain puts a workload back on the driver's queue shortly, without
 // counting an error: its restart was refused because it changed meanwhile.
 var errLookAgain = errors.New("the workload changed meanwhile; look again")
+
+// refused reports whether a look ended in a write refused because its
+// object changed meanwhile: the restart (errLookAgain), or a request write
+// conditional on the cached copy (a conflict, often with this manager's own
+// earlier write that the cache does not show yet). That is optimistic
+// concurrency doing its job, not an error: the driver looks again shortly.
+func refused(err error) bool {
+	return errors.Is(err, errLookAgain) || apierrors.IsConflict(err)
+}
 
 // owedRequest is a restart the driver applied whose request is not written
 // yet: the stamp's value and the change it answered.

@@ -6,12 +6,17 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/restart/assess"
+	"github.com/kick-operator/kick/restart/freshness"
+	"github.com/kick-operator/kick/restart/workload"
+	"github.com/kick-operator/kick/router"
 )
 
 // youngStep is a reconcile of request name that adopted a driver restart
@@ -111,5 +116,46 @@ func TestRefusedWritesAreLookedAtAgain(t *testing.T) {
 		if got := refused(c.err); got != c.want {
 			t.Errorf("refused(%v) = %v, want %v", c.err, got, c.want)
 		}
+	}
+}
+
+// A request that would restart its workload for a change the driver was
+// handed and has not looked at yet leaves the restart to the driver (whose
+// look reopens the request with the stamp), for driverLookWait at most.
+func TestRequestLeavesAHandedChangeToTheDriver(t *testing.T) {
+	now := time.Date(2026, 12, 2, 17, 0, 0, 0, time.UTC)
+	kind, _ := workload.Builtin().Lookup(kickv1alpha1.TargetDeployment)
+	k := WorkloadKey{Kind: kickv1alpha1.TargetDeployment, Namespace: "shop", Name: "web"}
+	handed := &handedChanges{}
+	r := &Reconciler{mem: newMemory(), driverHanded: handed}
+	stale := func(at time.Time) *step {
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
+		kr := &kickv1alpha1.KickRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "deployment-web"},
+			Spec: kickv1alpha1.KickRequestSpec{TargetRef: kickv1alpha1.TargetRef{Kind: kickv1alpha1.TargetDeployment, Name: "web"}}}
+		return &step{r: r, kr: kr, now: at, handle: workload.Handle{Object: d, Kind: kind, Target: d},
+			a: assess.Assessment{Verdict: assess.Stale, Latest: freshness.At(now.Add(-time.Second)), Gate: assess.Gate{Allowed: true, Reason: kickv1alpha1.GateAllowed}}}
+	}
+
+	handed.add(k, freshness.At(now.Add(-time.Second)), router.ObjectRef{Kind: "Secret", Name: "db"}, now)
+	s := stale(now.Add(time.Second))
+	if res := s.evaluate(); !s.waitForDriver || s.restartStamp != "" || res.RequeueAfter != driverLookPoll {
+		t.Fatalf("with the change in the driver's hands: wait %v, restart %q, requeue %v", s.waitForDriver, s.restartStamp, res.RequeueAfter)
+	}
+	// A driver that never gets to it holds the request driverLookWait at most.
+	s = stale(now.Add(driverLookWait))
+	if s.evaluate(); s.waitForDriver || s.restartStamp == "" {
+		t.Fatalf("after driverLookWait: wait %v, restart %q", s.waitForDriver, s.restartStamp)
+	}
+	// Once the driver looked, the request decides for itself.
+	handed.answered(k, handed.get(k))
+	s = stale(now.Add(time.Second))
+	if s.evaluate(); s.waitForDriver || s.restartStamp == "" {
+		t.Fatalf("after the driver's look: wait %v, restart %q", s.waitForDriver, s.restartStamp)
+	}
+	// Another workload's handed change is not this request's.
+	handed.add(WorkloadKey{Kind: kickv1alpha1.TargetDeployment, Namespace: "shop", Name: "api"}, freshness.At(now), router.ObjectRef{}, now)
+	s = stale(now.Add(time.Second))
+	if s.evaluate(); s.waitForDriver {
+		t.Fatal("waits for the driver's look at another workload")
 	}
 }

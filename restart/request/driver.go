@@ -91,20 +91,25 @@ type handedChanges struct {
 }
 
 // handoff is a change a router event announced and the source that changed
-// (the newest one's, for the trace).
+// (the newest one's, for the trace), and since when the driver holds a
+// change of the workload it has not answered.
 type handoff struct {
 	change freshness.Change
 	source router.ObjectRef
+	since  time.Time
 }
 
-func (h *handedChanges) add(k WorkloadKey, c freshness.Change, source router.ObjectRef) {
+func (h *handedChanges) add(k WorkloadKey, c freshness.Change, source router.ObjectRef, at time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.m == nil {
 		h.m = map[WorkloadKey]handoff{}
 	}
-	prev := h.m[k]
-	next := handoff{change: prev.change.Max(c), source: prev.source}
+	prev, held := h.m[k]
+	next := handoff{change: prev.change.Max(c), source: prev.source, since: prev.since}
+	if !held {
+		next.since = at
+	}
 	if prev.source.IsZero() || c.Latest.After(prev.change.Latest) {
 		next.source = source
 	}
@@ -116,6 +121,28 @@ func (h *handedChanges) get(k WorkloadKey) handoff {
 	defer h.mu.Unlock()
 	return h.m[k]
 }
+
+// pending reports whether the driver holds a change of the workload that
+// it has not answered, handed to it less than driverLookWait before now:
+// its look, which restarts at once where the gates allow, is coming.
+func (h *handedChanges) pending(k WorkloadKey, now time.Time) bool {
+	if h == nil {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c, held := h.m[k]
+	return held && now.Sub(c.since) < driverLookWait
+}
+
+// driverLookWait bounds how long a request leaves a restart to the driver
+// that was handed the change (see pending): longer than a burst keeps a
+// workload in the driver's queue, short enough that a driver that never
+// gets to it delays the request's own restart by seconds only.
+const (
+	driverLookWait = 5 * time.Second
+	driverLookPoll = 200 * time.Millisecond
+)
 
 // answered forgets c unless a newer change arrived meanwhile (that one
 // re-queued the workload).
@@ -142,6 +169,7 @@ func driverRateLimiter() workqueue.TypedRateLimiter[WorkloadKey] {
 type routerSource struct {
 	sub    router.Subscriber
 	handed *handedChanges
+	now    func() time.Time
 }
 
 func (s *routerSource) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[WorkloadKey]) error {
@@ -158,7 +186,7 @@ func (s *routerSource) Start(ctx context.Context, q workqueue.TypedRateLimitingI
 			for _, c := range sc.Consumers {
 				k := WorkloadKey{Kind: kickv1alpha1.TargetKind(c.Kind), Namespace: c.Namespace, Name: c.Name}
 				if !sc.ChangeTime.IsZero() {
-					s.handed.add(k, freshness.At(sc.ChangeTime), sc.Source)
+					s.handed.add(k, freshness.At(sc.ChangeTime), sc.Source, s.now())
 				}
 				q.Add(k)
 			}

@@ -184,8 +184,13 @@ func (m *memory) pendingStamp(target string, cached time.Time) time.Time {
 
 // memoryKey names a request's workload for the stamp memory.
 func memoryKey(kr *kickv1alpha1.KickRequest) string {
-	return WorkloadKey{Kind: kr.Spec.TargetRef.Kind, Namespace: kr.Namespace, Name: kr.Spec.TargetRef.Name}.memoryKey()
+	return requestWorkload(kr).memoryKey()
 }
 
 // memoryKey names the workload for the stamp memory.
 func (k WorkloadKey) memoryKey() string { return k.Namespace + "/" + string(k.Kind) + "/" + k.Name }
+
+// requestWorkload names a request's target workload.
+func requestWorkload(kr *kickv1alpha1.KickRequest) WorkloadKey {
+	return WorkloadKey{Kind: kr.Spec.TargetRef.Kind, Namespace: kr.Namespace, Name: kr.Spec.TargetRef.Name}
+}

@@ -57,6 +57,9 @@ type Reconciler struct {
 	Records *inflight.Records
 
 	mem *memory
+	// driverHanded is what the driver (of this process) was handed and
+	// has not looked at yet; nil when no driver runs.
+	driverHanded *handedChanges
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -386,6 +389,15 @@ func (s *step) evaluate() ctrl.Result {
 		// once its patch landed (or was refused).
 		s.waitForDriver = true
 		return ctrl.Result{RequeueAfter: claimPoll}
+	}
+	if s.r.driverHanded.pending(requestWorkload(s.kr), s.now) {
+		// The driver was handed this change and has not looked yet (a
+		// burst keeps workloads in its queue); its look restarts at once
+		// and reopens this request with the stamp, which this request then
+		// follows. Restarting here instead would race it for the same
+		// change and cost a status write and an Event more.
+		s.waitForDriver = true
+		return ctrl.Result{RequeueAfter: driverLookPoll}
 	}
 	cachedStamp, _ := s.handle.Current()
 	if pending := s.r.mem.pendingStamp(memoryKey(s.kr), cachedStamp); !pending.IsZero() && !freshness.Newer(a.Latest, pending) {

@@ -171,7 +171,8 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	if err != nil {
 		return err
 	}
-	if err := dc.Watch(&routerSource{sub: sub, handed: &driver.handed}); err != nil {
+	r.driverHanded = &driver.handed
+	if err := dc.Watch(&routerSource{sub: sub, handed: &driver.handed, now: driver.Now}); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).

@@ -141,10 +141,22 @@ func TestRequestLeavesAHandedChangeToTheDriver(t *testing.T) {
 	if res := s.evaluate(); !s.waitForDriver || s.restartStamp != "" || res.RequeueAfter != driverLookPoll {
 		t.Fatalf("with the change in the driver's hands: wait %v, restart %q, requeue %v", s.waitForDriver, s.restartStamp, res.RequeueAfter)
 	}
-	// A driver that never gets to it holds the request driverLookWait at most.
+	// A driver that finishes no look holds the request driverLookWait at most.
 	s = stale(now.Add(driverLookWait))
 	if s.evaluate(); s.waitForDriver || s.restartStamp == "" {
-		t.Fatalf("after driverLookWait: wait %v, restart %q", s.waitForDriver, s.restartStamp)
+		t.Fatalf("after driverLookWait without a look: wait %v, restart %q", s.waitForDriver, s.restartStamp)
+	}
+	// A driver working through a burst (finishing looks at other
+	// workloads) is still coming, up to driverLookMax after the handoff.
+	handed.looked(now.Add(driverLookWait - time.Second))
+	s = stale(now.Add(driverLookWait + time.Second))
+	if res := s.evaluate(); !s.waitForDriver || s.restartStamp != "" || res.RequeueAfter != driverLookPoll {
+		t.Fatalf("with the driver busy: wait %v, restart %q, requeue %v", s.waitForDriver, s.restartStamp, res.RequeueAfter)
+	}
+	handed.looked(now.Add(driverLookMax))
+	s = stale(now.Add(driverLookMax))
+	if s.evaluate(); s.waitForDriver || s.restartStamp == "" {
+		t.Fatalf("after driverLookMax: wait %v, restart %q", s.waitForDriver, s.restartStamp)
 	}
 	// Once the driver looked, the request decides for itself.
 	handed.answered(k, handed.get(k))
@@ -157,5 +169,38 @@ func TestRequestLeavesAHandedChangeToTheDriver(t *testing.T) {
 	s = stale(now.Add(time.Second))
 	if s.evaluate(); s.waitForDriver {
 		t.Fatal("waits for the driver's look at another workload")
+	}
+}
+
+// A request that finds the workload restarted by this process for its
+// change before the cache shows it (the driver's restart, whose reopen of
+// the request has not arrived) follows that rollout and counts it once.
+func TestFollowingThisProcesssRestartCountsIt(t *testing.T) {
+	now := time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC)
+	kind, _ := workload.Builtin().Lookup(kickv1alpha1.TargetDeployment)
+	r := &Reconciler{mem: newMemory()}
+	earlier := metav1.NewMicroTime(now.Add(-time.Hour))
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
+	kr := &kickv1alpha1.KickRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "deployment-web"},
+		Spec:   kickv1alpha1.KickRequestSpec{TargetRef: kickv1alpha1.TargetRef{Kind: kickv1alpha1.TargetDeployment, Name: "web"}},
+		Status: kickv1alpha1.KickRequestStatus{Phase: kickv1alpha1.PhaseSucceeded, RestartCount: 1, LastRestartTime: &earlier}}
+	stamp := now.Add(-time.Second)
+	r.mem.wroteStamp(memoryKey(kr), stamp)
+	s := &step{r: r, kr: kr, now: now, handle: workload.Handle{Object: d, Kind: kind, Target: d},
+		a: assess.Assessment{Verdict: assess.Stale, Latest: freshness.At(now.Add(-2 * time.Second)), Gate: assess.Gate{Allowed: true, Reason: kickv1alpha1.GateAllowed}}}
+	s.evaluate()
+	st := kr.Status
+	if s.restartStamp != "" || st.Phase != kickv1alpha1.PhaseExecuting || st.CurrentRollout == nil || !st.CurrentRollout.StartedAt.Time.Equal(stamp) {
+		t.Fatalf("did not follow the restart of this process: restart %q, status %+v", s.restartStamp, st)
+	}
+	if st.RestartCount != 2 || !st.LastRestartTime.Time.Equal(stamp) {
+		t.Fatalf("restart count %d, last restart %v; want 2 and %v", st.RestartCount, st.LastRestartTime, stamp)
+	}
+	// Followed again (its status write was refused and the cache is still
+	// behind), the same restart is not counted twice.
+	kr.Status.CurrentRollout = nil
+	s.evaluate()
+	if kr.Status.RestartCount != 2 {
+		t.Fatalf("the same restart counted again: %d", kr.Status.RestartCount)
 	}
 }

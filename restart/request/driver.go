@@ -88,6 +88,9 @@ type Driver struct {
 type handedChanges struct {
 	mu sync.Mutex
 	m  map[WorkloadKey]handoff
+	// lastLook is when the driver last finished a look at any workload: a
+	// driver that keeps finishing looks is working through its queue.
+	lastLook time.Time
 }
 
 // handoff is a change a router event announced and the source that changed
@@ -123,8 +126,11 @@ func (h *handedChanges) get(k WorkloadKey) handoff {
 }
 
 // pending reports whether the driver holds a change of the workload that
-// it has not answered, handed to it less than driverLookWait before now:
-// its look, which restarts at once where the gates allow, is coming.
+// it has not answered and its look, which restarts at once where the gates
+// allow, is still coming: the change was handed to it, or the driver
+// finished a look at some workload, less than driverLookWait before now
+// (a busy driver works through a burst one workload after another), and
+// it was handed less than driverLookMax before now.
 func (h *handedChanges) pending(k WorkloadKey, now time.Time) bool {
 	if h == nil {
 		return false
@@ -132,15 +138,33 @@ func (h *handedChanges) pending(k WorkloadKey, now time.Time) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	c, held := h.m[k]
-	return held && now.Sub(c.since) < driverLookWait
+	if !held || now.Sub(c.since) >= driverLookMax {
+		return false
+	}
+	progress := c.since
+	if h.lastLook.After(progress) {
+		progress = h.lastLook
+	}
+	return now.Sub(progress) < driverLookWait
 }
 
-// driverLookWait bounds how long a request leaves a restart to the driver
-// that was handed the change (see pending): longer than a burst keeps a
-// workload in the driver's queue, short enough that a driver that never
-// gets to it delays the request's own restart by seconds only.
+// looked notes that the driver finished a look at some workload.
+func (h *handedChanges) looked(at time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if at.After(h.lastLook) {
+		h.lastLook = at
+	}
+}
+
+// How long a request leaves a restart to the driver that was handed the
+// change (see pending): driverLookWait without the driver finishing any
+// look, so a stuck driver delays the request's own restart by seconds
+// only, and driverLookMax in all, longer than a burst of thousands of
+// workloads keeps one in the driver's queue.
 const (
 	driverLookWait = 5 * time.Second
+	driverLookMax  = 2 * time.Minute
 	driverLookPoll = 200 * time.Millisecond
 )
 
@@ -200,6 +224,7 @@ func (d *Driver) Reconcile(ctx context.Context, k WorkloadKey) (reconcile.Result
 	handed := d.handed.get(k)
 	err := d.ensure(ctx, k, handed)
 	d.Records.Looked(k.lookKey())
+	d.handed.looked(d.Now())
 	if err != nil {
 		if refused(err) {
 			// The handed change is kept for the next look.

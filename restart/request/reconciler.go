@@ -407,7 +407,10 @@ func (s *step) evaluate() ctrl.Result {
 		_, value := s.handle.Stamp(pending, time.Time{})
 		st.CurrentRollout = &kickv1alpha1.RolloutMarker{StartedAt: &started, RestartedAt: value}
 		if microTime(st.LastRestartTime).Before(started.Time) {
+			// A restart this request has not recorded yet (the driver's,
+			// whose reopen has not reached the cache): it counts.
 			st.LastRestartTime = &started
+			st.RestartCount++
 		}
 		st.Phase = kickv1alpha1.PhaseExecuting
 		return ctrl.Result{RequeueAfter: time.Second}

@@ -1,0 +1,94 @@
+package chaos
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/integration/cluster"
+	"github.com/kick-operator/kick/integration/fixture"
+)
+
+// TestABurstOfReopenedRequestsLeavesTheRestartsToTheDriver: forty
+// Deployments share a Secret and each has a finished request from an
+// earlier restart, the usual state of a production cluster. With one
+// worker per controller, the Secret's next change puts all forty in the
+// driver's queue at once, and its record reaches the request reconciler
+// while most still wait there. A finished request that restarted its
+// workload itself at that point would race the driver for the same change
+// and record it in two status writes, Executing (with a KickStarted Event)
+// and Succeeded; instead each request leaves the restart to the driver,
+// which restarts the workload and reopens the request with the stamp. Each
+// workload restarts exactly once for the change, and each request's second
+// cycle is a single KickSucceeded.
+func TestABurstOfReopenedRequestsLeavesTheRestartsToTheDriver(t *testing.T) {
+	const n = 40
+	f := fixture.Setup(t, "--max-concurrent-reconciles=1")
+	f.Policy("all", policy)
+	f.Secret("db", map[string]string{"password": "alpha"}, nil)
+	for i := range n {
+		f.Deployment(name(i), 1, fixture.PodSpec("db"))
+	}
+	for i := range n {
+		f.WaitAvailable(name(i))
+	}
+	f.WaitObservation("db")
+
+	// The first change gives every workload its request.
+	f.SetSecret("db", map[string]string{"password": "bravo"})
+	waitCycles(t, f, n, 1)
+	for i := range n {
+		f.WaitReplicaSets(name(i), 2)
+	}
+
+	// The second change reopens them all at once.
+	f.SetSecret("db", map[string]string{"password": "charlie"})
+	waitCycles(t, f, n, 2)
+	for i := range n {
+		f.WaitReplicaSets(name(i), 3)
+	}
+	cluster.Eventually(t, 30*time.Second, "two Events for every request", func() (bool, error) {
+		reasons, err := requestEvents(f)
+		if err != nil {
+			return false, err
+		}
+		for i := range n {
+			kr := "deployment-" + name(i)
+			got := reasons[kr]
+			if slices.Contains(got, "KickStarted") {
+				t.Fatalf("request %s recorded its restart as started before it succeeded (Events %v): it raced the driver", kr, got)
+			}
+			if len(got) != 2 {
+				return false, fmt.Errorf("request %s has Events %v, want [KickSucceeded KickSucceeded]", kr, got)
+			}
+		}
+		return true, nil
+	})
+	// Nothing restarts after the last request finished.
+	f.Barrier()
+	for i := range n {
+		if rs := f.ReplicaSets(name(i)); len(rs) != 3 {
+			t.Fatalf("%s has %d ReplicaSets after two changes, want 3: %v", name(i), len(rs), rs)
+		}
+	}
+}
+
+// waitCycles waits until the requests of the first n workloads have all
+// succeeded restarts restarts.
+func waitCycles(t *testing.T, f *fixture.F, n int, restarts int32) {
+	t.Helper()
+	cluster.Eventually(t, 120*time.Second, fmt.Sprintf("every request to succeed restart %d", restarts), func() (bool, error) {
+		for i := range n {
+			kr, err := f.Request("deployment-" + name(i))
+			if err != nil {
+				return false, err
+			}
+			if kr.Status.Phase != kickv1alpha1.PhaseSucceeded || kr.Status.RestartCount != restarts {
+				return false, fmt.Errorf("%s: phase %q after %d restarts; requests %s", kr.Name, kr.Status.Phase, kr.Status.RestartCount, requestPhases(f))
+			}
+		}
+		return true, nil
+	})
+}

@@ -26,16 +26,7 @@ const unrecorded = `kick_requests_unrecorded_restarts`
 // Pending to Succeeded in one write, with one Event.
 func TestBurstRecordsEachRestartOnce(t *testing.T) {
 	const n = 10
-	f := fixture.Setup(t)
-	f.Policy("all", policy)
-	f.Secret("db", map[string]string{"password": "alpha"}, nil)
-	for i := range n {
-		f.Deployment(name(i), 1, fixture.PodSpec("db"))
-	}
-	for i := range n {
-		f.WaitAvailable(name(i))
-	}
-	f.WaitObservation("db")
+	f := sharingDeployments(t, n)
 
 	stopKCM(t, f)
 	f.SetSecret("db", map[string]string{"password": "bravo"})
@@ -102,6 +93,23 @@ func TestBurstRecordsEachRestartOnce(t *testing.T) {
 		}
 		return true, nil
 	})
+}
+
+// sharingDeployments starts a manager with args selecting every workload,
+// and n Deployments that all read the Secret db, available and observed.
+func sharingDeployments(t *testing.T, n int, args ...string) *fixture.F {
+	t.Helper()
+	f := fixture.Setup(t, args...)
+	f.Policy("all", policy)
+	f.Secret("db", map[string]string{"password": "alpha"}, nil)
+	for i := range n {
+		f.Deployment(name(i), 1, fixture.PodSpec("db"))
+	}
+	for i := range n {
+		f.WaitAvailable(name(i))
+	}
+	f.WaitObservation("db")
+	return f
 }
 
 // requestEvents returns the reasons of the Events about each request of

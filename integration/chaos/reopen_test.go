@@ -25,16 +25,7 @@ import (
 // cycle is a single KickSucceeded.
 func TestABurstOfReopenedRequestsLeavesTheRestartsToTheDriver(t *testing.T) {
 	const n = 40
-	f := fixture.Setup(t, "--max-concurrent-reconciles=1")
-	f.Policy("all", policy)
-	f.Secret("db", map[string]string{"password": "alpha"}, nil)
-	for i := range n {
-		f.Deployment(name(i), 1, fixture.PodSpec("db"))
-	}
-	for i := range n {
-		f.WaitAvailable(name(i))
-	}
-	f.WaitObservation("db")
+	f := sharingDeployments(t, n, "--max-concurrent-reconciles=1")
 
 	// The first change gives every workload its request.
 	f.SetSecret("db", map[string]string{"password": "bravo"})

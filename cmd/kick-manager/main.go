@@ -164,7 +164,7 @@ func run() error {
 			debug.FreeOSMemory()
 			if opts.releaseIdleMemory {
 				trimLog := ctrl.Log.WithName("memory")
-				memtrim.Run(ctx, idleMemoryInterval, memtrim.DefaultPolicy, func(r memtrim.Released) {
+				memtrim.Run(ctx, memtrim.DefaultInterval, memtrim.DefaultPolicy, func(r memtrim.Released) {
 					trimLog.V(1).Info("returned memory to the operating system while idle",
 						"heldMB", r.Before>>20, "nowMB", r.After>>20, "took", r.Took.String())
 				})

@@ -3,6 +3,7 @@ package memtrim
 import (
 	"context"
 	"runtime"
+	"runtime/debug"
 	"testing"
 	"time"
 )
@@ -10,21 +11,20 @@ import (
 const mib = 1 << 20
 
 func TestDecide(t *testing.T) {
-	p := Policy{Quiet: 1 * mib, MinExcess: 4 * mib}
-	floor := uint64(20 * mib)
+	p := Policy{Quiet: 1 * mib, MinGain: 4 * mib}
 	for _, tc := range []struct {
 		name      string
 		prev, cur Sample
 		want      bool
 	}{
-		{"quiet and holding 6 MiB more", Sample{100 * mib, 26 * mib}, Sample{100*mib + 512<<10, 26 * mib}, true},
-		{"quiet, exactly the excess", Sample{100 * mib, 24 * mib}, Sample{100 * mib, 24 * mib}, true},
-		{"quiet but little to win", Sample{100 * mib, 23 * mib}, Sample{100 * mib, 23 * mib}, false},
-		{"busy: 8 MiB allocated since the last sample", Sample{100 * mib, 30 * mib}, Sample{108 * mib, 30 * mib}, false},
-		{"just over the quiet limit", Sample{100 * mib, 30 * mib}, Sample{101*mib + 1, 30 * mib}, false},
-		{"counter went backwards (cannot happen; never release on it)", Sample{100 * mib, 30 * mib}, Sample{99 * mib, 30 * mib}, false},
+		{"quiet and 6 MiB to win", Sample{Allocated: 100 * mib}, Sample{Allocated: 100*mib + 512<<10, Reclaimable: 6 * mib}, true},
+		{"quiet, exactly the gain", Sample{Allocated: 100 * mib}, Sample{Allocated: 100 * mib, Reclaimable: 4 * mib}, true},
+		{"quiet but little to win", Sample{Allocated: 100 * mib}, Sample{Allocated: 100 * mib, Reclaimable: 3 * mib}, false},
+		{"busy: 8 MiB allocated since the last sample", Sample{Allocated: 100 * mib}, Sample{Allocated: 108 * mib, Reclaimable: 20 * mib}, false},
+		{"just over the quiet limit", Sample{Allocated: 100 * mib}, Sample{Allocated: 101*mib + 1, Reclaimable: 20 * mib}, false},
+		{"counter went backwards (cannot happen; never release on it)", Sample{Allocated: 100 * mib}, Sample{Allocated: 99 * mib, Reclaimable: 20 * mib}, false},
 	} {
-		if got := p.Decide(tc.prev, tc.cur, floor); got != tc.want {
+		if got := p.Decide(tc.prev, tc.cur); got != tc.want {
 			t.Errorf("%s: Decide = %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -50,9 +50,9 @@ func (s *script) read() Sample {
 
 func (s *script) release() {
 	s.releases++
-	// The release's own read sees the runtime after it.
+	// The release's own read sees the runtime after it: nothing left to win.
 	last := s.samples[s.next-1]
-	s.samples = append(s.samples[:s.next], append([]Sample{{last.Allocated + 64<<10, s.afterRelease}}, s.samples[s.next:]...)...)
+	s.samples = append(s.samples[:s.next], append([]Sample{{last.Allocated + 64<<10, s.afterRelease, 0}}, s.samples[s.next:]...)...)
 }
 
 // run drives RunWith through n ticks of the script with the default-sized
@@ -64,7 +64,7 @@ func (s *script) run(n int) []Released {
 	var got []Released
 	go func() {
 		defer close(done)
-		RunWith(ctx, ticks, Policy{Quiet: 1 * mib, MinExcess: 4 * mib}, s.read, s.release, func(r Released) { got = append(got, r) })
+		RunWith(ctx, ticks, Policy{Quiet: 1 * mib, MinGain: 4 * mib}, s.read, s.release, func(r Released) { got = append(got, r) })
 	}()
 	for range n {
 		ticks <- time.Time{}
@@ -76,14 +76,14 @@ func (s *script) run(n int) []Released {
 
 func TestRunReleasesOncePerQuietPeriod(t *testing.T) {
 	s := &script{afterRelease: 21 * mib, samples: []Sample{
-		{0, 20 * mib},                        // start: the floor
-		{40 * mib, 35 * mib},                 // busy (a burst)
-		{80 * mib, 38 * mib},                 // busy
-		{80*mib + 100, 38 * mib},             // quiet, 18 MiB over the floor: release (runtime then holds 21 MiB)
-		{80*mib + 200<<10, 21*mib + 100<<10}, // quiet, nothing to win
-		{80*mib + 400<<10, 22 * mib},         // quiet, still under the excess
-		{90 * mib, 30 * mib},                 // busy again
-		{90*mib + 10, 30 * mib},              // quiet, 9 MiB over: release
+		{0, 20 * mib, 0},                                // start
+		{40 * mib, 35 * mib, 15 * mib},                  // busy (a burst)
+		{80 * mib, 38 * mib, 17 * mib},                  // busy
+		{80*mib + 100, 38 * mib, 17 * mib},              // quiet, 17 MiB to win: release (runtime then holds 21 MiB)
+		{80*mib + 200<<10, 21*mib + 100<<10, 200 << 10}, // quiet, nothing to win
+		{80*mib + 400<<10, 22 * mib, 1 * mib},           // quiet, under the gain
+		{90 * mib, 30 * mib, 9 * mib},                   // busy again
+		{90*mib + 10, 30 * mib, 9 * mib},                // quiet, 9 MiB to win: release
 	}}
 	got := s.run(9)
 	if s.releases != 2 {
@@ -94,24 +94,28 @@ func TestRunReleasesOncePerQuietPeriod(t *testing.T) {
 	}
 }
 
-func TestRunFollowsTheRuntimesOwnReturns(t *testing.T) {
-	// The runtime returns memory by itself down to 12 MiB: an excess is
-	// measured from there, not from the higher starting point.
-	s := &script{afterRelease: 12 * mib, samples: []Sample{
-		{0, 20 * mib},
-		{100, 12 * mib}, // quiet, the runtime scavenged: new floor
-		{200, 15 * mib}, // quiet, 3 MiB over: not yet
-		{300, 17 * mib}, // quiet, 5 MiB over the new floor: release
+func TestRunReleasesWhatTheWorkLeftWhereverItStarted(t *testing.T) {
+	// Sampling started while the manager was still working after its caches
+	// synced (here at 24 MiB held): the work that followed left 6 MiB of
+	// garbage but grew the runtime by only 3 MiB over that start. What
+	// counts is what a release wins back, not how far the runtime grew.
+	s := &script{afterRelease: 21 * mib, samples: []Sample{
+		{0, 24 * mib, 2 * mib},
+		{30 * mib, 27 * mib, 6 * mib}, // busy
+		{30*mib + 100, 27 * mib, 6 * mib},
 	}}
-	s.run(3)
+	s.run(2)
 	if s.releases != 1 {
-		t.Errorf("released %d times, want 1 (17 MiB is 5 MiB over the runtime's own 12)", s.releases)
+		t.Errorf("released %d times, want 1 (6 MiB to win after the work)", s.releases)
 	}
 }
 
 // TestReleaseReturnsGarbageToTheOS runs the real sampling and release: the
 // runtime holds the garbage of a burst until Release, and not after.
 func TestReleaseReturnsGarbageToTheOS(t *testing.T) {
+	// No collection between the allocations and the release: the estimate
+	// sees all 64 MiB as allocated since the last one.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	Release()
 	base := Read()
 	garbage := make([][]byte, 0, 64)
@@ -127,6 +131,9 @@ func TestReleaseReturnsGarbageToTheOS(t *testing.T) {
 	if held.Retained < base.Retained+48*mib {
 		t.Fatalf("after 64 MiB of allocations the runtime holds %d MiB, started at %d MiB", held.Retained/mib, base.Retained/mib)
 	}
+	if held.Reclaimable < 60*mib {
+		t.Fatalf("with 64 MiB allocated since the last collection, a release is expected to win %d MiB, want at least 60", held.Reclaimable/mib)
+	}
 	if held.Allocated < base.Allocated+64*mib {
 		t.Fatalf("allocations counted %d MiB, want at least 64", (held.Allocated-base.Allocated)/mib)
 	}
@@ -134,5 +141,86 @@ func TestReleaseReturnsGarbageToTheOS(t *testing.T) {
 	after := Read()
 	if after.Retained > held.Retained-48*mib {
 		t.Errorf("Release left %d MiB held (was %d MiB with 64 MiB of garbage)", after.Retained/mib, held.Retained/mib)
+	}
+	if after.Reclaimable >= DefaultPolicy.MinGain {
+		t.Errorf("right after a release another is expected to win %d MiB; the policy would release again", after.Reclaimable/mib)
+	}
+}
+
+// TestDefaultsReleaseSoonAfterWork plays a manager at the default settings:
+// 10 s of reconciles allocating 5 MiB/s, then idle with a lease renewal's
+// trickle (32 KiB/s) and a 400 KiB metrics scrape right after the work
+// stopped and every 15 s. The heap the work grew must go back within 2 s of
+// its end, scrape or not, so an idle manager is measured and billed at its
+// live data, not at its last busy second; and the trickle after it must not
+// make it collect more often than once per DefaultPolicy.MinGain allocated.
+func TestDefaultsReleaseSoonAfterWork(t *testing.T) {
+	const (
+		busy    = 10 * time.Second
+		idle    = 60 * time.Second
+		trickle = 32 << 10
+		scrape  = 400 << 10
+	)
+	var (
+		now                 time.Duration
+		allocated, retained uint64 = 0, 20 * mib
+		garbage             uint64
+		releasedAt          []time.Duration
+		started             bool // RunWith took its starting sample, at time 0
+		sampleAfterRelease  bool
+	)
+	// read is the runtime one DefaultInterval after the previous sample:
+	// that interval's allocations applied. The sample RunWith takes right
+	// after a release is of the same moment. read and release run only on
+	// RunWith's goroutine.
+	read := func() Sample {
+		if !started || sampleAfterRelease {
+			started, sampleAfterRelease = true, false
+			return Sample{Allocated: allocated, Retained: retained, Reclaimable: garbage}
+		}
+		start := now
+		now += DefaultInterval
+		if start < busy {
+			allocated += 5 * mib * uint64(DefaultInterval/time.Second)
+			retained = min(retained+2*mib, 40*mib)
+			garbage = retained - 20*mib
+		} else {
+			n := trickle * uint64(DefaultInterval/time.Second)
+			if (start-busy)%(15*time.Second) == 0 {
+				n += scrape
+			}
+			allocated, garbage = allocated+n, garbage+n
+		}
+		return Sample{Allocated: allocated, Retained: retained, Reclaimable: garbage}
+	}
+	release := func() {
+		retained, garbage = 21*mib, 0
+		releasedAt = append(releasedAt, now)
+		sampleAfterRelease = true
+	}
+	ticks := make(chan time.Time)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		RunWith(ctx, ticks, DefaultPolicy, read, release, nil)
+	}()
+	for range (busy + idle) / DefaultInterval {
+		ticks <- time.Time{}
+	}
+	cancel()
+	<-done
+	if len(releasedAt) == 0 {
+		t.Fatal("never released after the work")
+	}
+	if after := releasedAt[0] - busy; after < 0 || after > 2*time.Second {
+		t.Errorf("first released %s after the work stopped, want within 2 s (sampling every %s)", after, DefaultInterval)
+	}
+	// While idle, a collection costs CPU for little: at most one per
+	// MinGain the trickle and the scrapes allocate.
+	idleAllocated := uint64(trickle*(idle/time.Second)) + scrape*uint64(idle/(15*time.Second))
+	if most := int(idleAllocated / DefaultPolicy.MinGain); len(releasedAt)-1 > most {
+		t.Errorf("released at %v: %d times while idle, want at most %d (one per %d KiB allocated)",
+			releasedAt, len(releasedAt)-1, most, DefaultPolicy.MinGain>>10)
 	}
 }

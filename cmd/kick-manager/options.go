@@ -85,7 +85,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.namespace, "namespace", defaultNamespace(), "the manager's own namespace: leader-election lease and fingerprint key Secret live here (default $POD_NAMESPACE, else kick-system)")
 	fs.IntVar(&o.maxConcurrent, "max-concurrent-reconciles", 32, "workers per controller")
 	fs.IntVar(&o.maxFullReads, "max-full-source-reads", observe.DefaultMaxFullReads, "Secrets and ConfigMaps read in full (to fingerprint them) at once; bounds the memory a tenant's large Secrets can take")
-	fs.BoolVar(&o.releaseIdleMemory, "release-idle-memory", true, "once the manager has been quiet for a second after work, collect garbage and return the freed heap to the operating system (one collection per busy period, when it wins back at least 2 MiB), so its resident memory follows its live data between bursts")
+	fs.BoolVar(&o.releaseIdleMemory, "release-idle-memory", true, "once the manager has been quiet for a second after work, collect garbage and return the freed heap to the operating system (only when that wins back at least 2 MiB: about once per busy period, at most once per 2 MiB allocated while idle), so its resident memory follows its live data between bursts")
 	fs.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent, "heap growth in percent at which the Go runtime collects garbage (Go's own default is 100); lower keeps memory smaller for more CPU. The GOGC environment variable wins when set")
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 0, "client-side rate limit for API requests per second; 0 leaves it off")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 0, "client-side burst when --kube-api-qps is set")

@@ -48,8 +48,8 @@ const DefaultInterval = time.Second
 // allocated in that second (a lease renewal stays under it, a reconcile
 // burst does not; a metrics scrape may make one second busy, not the next);
 // a release must be expected to win back at least 2 MiB, so an idle manager
-// collects at most once per 2 MiB it allocates, and a lull inside a burst
-// costs one collection at most. The estimate runs low right after work (a
+// collects at most once per 2 MiB it allocates, and a quiet second inside
+// a burst costs one collection (whose pages the burst faults back in). The estimate runs low right after work (a
 // release expected to win 4 MiB returned 6 MB in the benchmark): a
 // threshold of 4 MiB left some idle managers holding 4 MB of garbage.
 var DefaultPolicy = Policy{Quiet: 256 << 10, MinGain: 2 << 20}

@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"sync/atomic"
 
+	uberzap "go.uber.org/zap"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -26,6 +27,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/cmd/kick-manager/internal/lazylog"
 	"github.com/kick-operator/kick/cmd/kick-manager/internal/memtrim"
 	"github.com/kick-operator/kick/restart/observe"
 	"github.com/kick-operator/kick/restart/workload"
@@ -62,7 +64,9 @@ func run() error {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(opts.gcPercent)
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	// Context fields (controller-runtime adds four to every reconcile's
+	// logger) are encoded when a line is written, not when they are added.
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts), zap.RawZapOpts(uberzap.WrapCore(lazylog.Core))))
 	log := ctrl.Log.WithName("setup")
 
 	cfg, err := ctrl.GetConfig()

@@ -19,6 +19,13 @@ import (
 	"github.com/kick-operator/kick/sinks"
 )
 
+// configWorkers is the worker count of the controllers that only report on
+// configuration objects (KickPolicy status, NotificationPolicy): one queue
+// entry per policy, a handful of changes at a time. --max-concurrent-reconciles
+// sizes the controllers on the restart path, where a burst of changes waits
+// on the API server; an idle worker still holds a goroutine stack.
+const configWorkers = 2
+
 // wire registers the indexes, the router and every controller with mgr.
 func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fingerprinter, active *integrations) error {
 	log := ctrl.Log.WithName("router")
@@ -80,7 +87,7 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 	if err := active.registerProviders(ctx, mgr, kinds); err != nil {
 		return err
 	}
-	if err := (&policy.Reconciler{ProviderAvailable: active.gitops.Available, Kinds: kinds}).SetupWithManager(mgr, policy.Options{MaxConcurrentReconciles: opts.maxConcurrent}); err != nil {
+	if err := (&policy.Reconciler{ProviderAvailable: active.gitops.Available, Kinds: kinds}).SetupWithManager(mgr, policy.Options{MaxConcurrentReconciles: configWorkers}); err != nil {
 		return err
 	}
 	if err := (&sinks.Reconciler{}).SetupWithManager(mgr, sinks.Options{
@@ -89,7 +96,7 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 		// Added to the addresses sinks always refuse.
 		DenyCIDRs:               opts.webhookDenyCIDRs,
 		AllowCIDRs:              opts.webhookAllowCIDRs,
-		MaxConcurrentReconciles: opts.maxConcurrent,
+		MaxConcurrentReconciles: configWorkers,
 		Replay:                  &request.Replayer{Client: mgr.GetClient(), Kinds: kinds},
 		ReplayWindow:            opts.replayWindow,
 	}); err != nil {

@@ -19,7 +19,9 @@
 //
 // and prints them next to KICK's targets. With -peers it runs the floor,
 // KICK and stakater/Reloader one after another, each on a fresh control
-// plane with the same fixture and seed, and prints KICK's ratios to them.
+// plane with the same fixture and seed, and prints KICK's ratios to them;
+// -rounds N repeats that N times and judges the median of each round's
+// ratio, since the peers' own figures move between runs on a shared machine.
 // With -scales it does that at several multiples of the fixture and fits
 // each cost against the fixture's size (scale.go). The exit code is 0 whenever the
 // measurement ran, whatever the verdicts; non-zero only when the harness
@@ -28,6 +30,7 @@
 //	go run ./integration/bench -quick                  # smoke run, about a minute
 //	go run ./integration/bench -json bench.json        # the full default run
 //	go run ./integration/bench -peers floor,kick,reloader=/path/to/reloader   # one table with ratios
+//	go run ./integration/bench -peers floor,kick,reloader=/path/to/reloader -rounds 3   # medians of 3 rounds
 //	go run ./integration/bench -scales 1,5,10 -peers floor,kick -json scale.json -plot scale.png   # the scale curve
 //
 // Placeholders in -controller, -ready-url and -metrics-url: {kubeconfig},

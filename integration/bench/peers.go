@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -113,7 +115,10 @@ type PeerResults struct {
 
 // PeerRun is one controller's full results.
 type PeerRun struct {
-	Name    string   `json:"name"`
+	Name string `json:"name"`
+	// Round counts from 1: with -rounds N every peer runs N times, one
+	// after another in each round.
+	Round   int      `json:"round,omitempty"`
 	Results *Results `json:"results"`
 	Error   string   `json:"error,omitempty"`
 }
@@ -121,12 +126,17 @@ type PeerRun struct {
 // Comparison is one row of the table: a metric per peer, KICK's ratios and
 // the target on them.
 type Comparison struct {
-	Metric  string             `json:"metric"`
-	Unit    string             `json:"unit"`
-	Values  map[string]float64 `json:"values"` // by peer; absent: not measured
-	Ratios  map[string]float64 `json:"ratios"` // "kick/floor", "kick/reloader"
-	Goal    string             `json:"goal,omitempty"`
-	Verdict string             `json:"verdict,omitempty"` // PASS, FAIL, n/a
+	Metric string             `json:"metric"`
+	Unit   string             `json:"unit"`
+	Values map[string]float64 `json:"values"` // by peer; absent: not measured
+	Ratios map[string]float64 `json:"ratios"` // "kick/floor", "kick/reloader"
+	// Rounds is how many rounds measured the row; with more than one,
+	// Values are medians, Ratios the median of each round's ratio and
+	// RatioRanges their lowest and highest.
+	Rounds      int                   `json:"rounds,omitempty"`
+	RatioRanges map[string][2]float64 `json:"ratioRanges,omitempty"`
+	Goal        string                `json:"goal,omitempty"`
+	Verdict     string                `json:"verdict,omitempty"` // PASS, FAIL, n/a
 }
 
 // runPeers runs every peer with the shared args and prints each report and
@@ -143,17 +153,27 @@ func runPeers(ctx context.Context, spec string, args []string, out io.Writer) (*
 	if seed, _, ok := extractFlag(args, "seed"); !ok || seed == "0" {
 		args = append(args, "-seed", fmt.Sprint(time.Now().UnixNano()))
 	}
-	res := &PeerResults{}
-	for _, p := range peers {
-		fmt.Fprintf(os.Stderr, "%s  == peer %s\n", time.Now().Format("15:04:05"), p.Name)
-		r, err := run(ctx, append(append([]string(nil), args...), p.Args...), out)
-		run := PeerRun{Name: p.Name, Results: r}
-		if err != nil {
-			run.Error = err.Error()
+	roundsFlag, args, _ := extractFlag(args, "rounds")
+	rounds := 1
+	if roundsFlag != "" {
+		if rounds, err = strconv.Atoi(roundsFlag); err != nil || rounds < 1 {
+			return nil, fmt.Errorf("-rounds %q: want a whole number of at least 1", roundsFlag)
 		}
-		res.Runs = append(res.Runs, run)
-		if ctx.Err() != nil {
-			break
+	}
+	res := &PeerResults{}
+rounds:
+	for round := 1; round <= rounds; round++ {
+		for _, p := range peers {
+			fmt.Fprintf(os.Stderr, "%s  == round %d/%d, peer %s\n", time.Now().Format("15:04:05"), round, rounds, p.Name)
+			r, err := run(ctx, append(append([]string(nil), args...), p.Args...), out)
+			run := PeerRun{Name: p.Name, Round: round, Results: r}
+			if err != nil {
+				run.Error = err.Error()
+			}
+			res.Runs = append(res.Runs, run)
+			if ctx.Err() != nil {
+				break rounds
+			}
 		}
 	}
 	res.Comparison = compare(res.Runs)
@@ -236,23 +256,47 @@ func compare(runs []PeerRun) []Comparison {
 	var rows []Comparison
 	for _, m := range metrics {
 		row := Comparison{Metric: m.name, Unit: m.unit, Values: map[string]float64{}, Ratios: map[string]float64{}}
+		// byRound[round][peer] is the metric as measured in that round.
+		byRound := map[int]map[string]float64{}
+		values := map[string][]float64{}
 		for _, run := range runs {
 			if run.Results == nil {
 				continue
 			}
 			if v, ok := m.value(run.Results); ok {
-				row.Values[run.Name] = v
+				if byRound[run.Round] == nil {
+					byRound[run.Round] = map[string]float64{}
+				}
+				byRound[run.Round][run.Name] = v
+				values[run.Name] = append(values[run.Name], v)
+			}
+		}
+		for name, vs := range values {
+			row.Values[name] = medianOfRounds(vs)
+		}
+		ratios := map[string][]float64{}
+		for _, measured := range byRound {
+			kick, hasKick := measured[peerKick]
+			for _, other := range []string{peerFloor, peerReloader} {
+				if v, ok := measured[other]; ok && hasKick && v > 0 {
+					ratios[peerKick+"/"+other] = append(ratios[peerKick+"/"+other], kick/v)
+				}
+			}
+			if v, ok := measured[peerKickArgoCD]; ok && hasKick && kick > 0 {
+				ratios[peerKickArgoCD+"/"+peerKick] = append(ratios[peerKickArgoCD+"/"+peerKick], v/kick)
+			}
+		}
+		row.Rounds = len(byRound)
+		for key, rs := range ratios {
+			row.Ratios[key] = medianOfRounds(rs)
+			if row.Rounds > 1 {
+				if row.RatioRanges == nil {
+					row.RatioRanges = map[string][2]float64{}
+				}
+				row.RatioRanges[key] = [2]float64{slices.Min(rs), slices.Max(rs)}
 			}
 		}
 		kick, hasKick := row.Values[peerKick]
-		for _, other := range []string{peerFloor, peerReloader} {
-			if v, ok := row.Values[other]; ok && hasKick && v > 0 {
-				row.Ratios[peerKick+"/"+other] = kick / v
-			}
-		}
-		if v, ok := row.Values[peerKickArgoCD]; ok && hasKick && kick > 0 {
-			row.Ratios[peerKickArgoCD+"/"+peerKick] = v / kick
-		}
 		var goals []string
 		verdict := ""
 		judge := func(goal string, measured, pass bool) {
@@ -285,17 +329,38 @@ func compare(runs []PeerRun) []Comparison {
 	return rows
 }
 
+// medianOfRounds is the middle of vs, or the mean of the two middle values.
+func medianOfRounds(vs []float64) float64 {
+	s := slices.Sorted(slices.Values(vs))
+	n := len(s)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
 // ratioKeys are the ratio columns of the comparison.
 var ratioKeys = []string{peerKick + "/" + peerFloor, peerKick + "/" + peerReloader, peerKickArgoCD + "/" + peerKick}
 
 func printComparison(w io.Writer, res *PeerResults) {
-	fmt.Fprintf(w, "\n══ Peers, one run each on a fresh control plane, same fixture and seed\n")
 	names := make([]string, 0, len(res.Runs))
+	rounds := 0
 	for _, r := range res.Runs {
-		names = append(names, r.Name)
-		if r.Error != "" {
-			fmt.Fprintf(w, "  !! %s: %s\n", r.Name, r.Error)
+		if !slices.Contains(names, r.Name) {
+			names = append(names, r.Name)
 		}
+		rounds = max(rounds, r.Round)
+		if r.Error != "" {
+			fmt.Fprintf(w, "  !! %s (round %d): %s\n", r.Name, r.Round, r.Error)
+		}
+	}
+	if rounds > 1 {
+		fmt.Fprintf(w, "\n══ Peers, %d rounds, each peer on a fresh control plane, same fixture and seed: medians; a ratio is the median of each round's ratio (lowest–highest)\n", rounds)
+	} else {
+		fmt.Fprintf(w, "\n══ Peers, one run each on a fresh control plane, same fixture and seed\n")
 	}
 	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(t, "  metric\t%s\t%s\tgoal\tverdict\n", strings.Join(names, "\t"), strings.Join(ratioKeys, "\t"))
@@ -311,6 +376,9 @@ func printComparison(w io.Writer, res *PeerResults) {
 		for _, key := range ratioKeys {
 			if v, ok := row.Ratios[key]; ok {
 				fmt.Fprintf(t, "\t%.2f×", v)
+				if r, ok := row.RatioRanges[key]; ok {
+					fmt.Fprintf(t, " (%.2f–%.2f)", r[0], r[1])
+				}
 			} else {
 				fmt.Fprintf(t, "\t–")
 			}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -84,5 +86,67 @@ func TestCompareJudgesRatios(t *testing.T) {
 	}
 	if r := byName["burst, last restart"].Ratios["kick/reloader"]; r != 0.075 {
 		t.Errorf("kick/reloader burst ratio %v", r)
+	}
+}
+
+func TestCompareTakesMediansOverRounds(t *testing.T) {
+	result := func(burstMS, peakMB float64) *Results {
+		r := &Results{}
+		r.Burst.TotalMS, r.Burst.Restarted, r.Burst.Changed = burstMS, 10, 10
+		r.Memory.PeakMB = peakMB
+		return r
+	}
+	runs := []PeerRun{
+		{Name: "floor", Round: 1, Results: result(2700, 44)},
+		{Name: "kick", Round: 1, Results: result(4000, 66)},
+		{Name: "floor", Round: 2, Results: result(4200, 48)},
+		{Name: "kick", Round: 2, Results: result(4000, 66)},
+		{Name: "floor", Round: 3, Results: result(3000, 46)},
+		{Name: "kick", Round: 3, Results: result(3900, 67)},
+	}
+	rows := compare(runs)
+	byName := map[string]Comparison{}
+	for _, r := range rows {
+		byName[r.Metric] = r
+	}
+	burst := byName["burst, last restart"]
+	// Each round's ratio is 1.48, 0.95 and 1.30: the median is the third,
+	// where the ratio of the medians (4000 / 3000) would be 1.33.
+	if burst.Rounds != 3 || burst.Values["floor"] != 3000 || burst.Values["kick"] != 4000 {
+		t.Fatalf("burst row %+v: want 3 rounds, medians floor 3000 and kick 4000", burst)
+	}
+	if r := burst.Ratios["kick/floor"]; r != 3900.0/3000 {
+		t.Errorf("burst kick/floor %v, want the median of the rounds' ratios %v", r, 3900.0/3000)
+	}
+	if rng := burst.RatioRanges["kick/floor"]; rng != [2]float64{4000.0 / 4200, 4000.0 / 2700} {
+		t.Errorf("burst kick/floor range %v", rng)
+	}
+	if burst.Verdict != "n/a" && burst.Verdict != "PASS" {
+		t.Errorf("burst verdict %q: 1.30× the floor is within 1.4×", burst.Verdict)
+	}
+	peak := byName["RSS peak"]
+	if peak.Verdict != "FAIL" || peak.Ratios["kick/floor"] != 67.0/46 {
+		t.Errorf("peak: verdict %q ratio %v; want FAIL at %v (rounds 1.50, 1.38, 1.46)", peak.Verdict, peak.Ratios["kick/floor"], 67.0/46)
+	}
+
+	var out strings.Builder
+	printComparison(&out, &PeerResults{Runs: runs, Comparison: rows})
+	for _, want := range []string{"3 rounds", "1.30× (0.95–1.48)", "1.46× (1.38–1.50)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+	header := strings.Fields(strings.Split(out.String(), "\n")[2])
+	if !slices.Equal(header[:3], []string{"metric", "floor", "kick"}) || header[3] != "kick/floor" {
+		t.Errorf("header %v, want one column per peer: metric floor kick kick/floor ...", header)
+	}
+}
+
+func TestRoundsMustBePositive(t *testing.T) {
+	for _, bad := range []string{"0", "-1", "three"} {
+		_, err := runPeers(context.Background(), "floor,kick", []string{"-rounds", bad}, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "-rounds") {
+			t.Errorf("-rounds %s: %v, want an error naming -rounds", bad, err)
+		}
 	}
 }

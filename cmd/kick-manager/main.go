@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"sync/atomic"
 
+	"github.com/go-logr/logr"
 	uberzap "go.uber.org/zap"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +34,13 @@ import (
 	"github.com/kick-operator/kick/restart/workload"
 	"github.com/kick-operator/kick/sinks/timeline"
 )
+
+// newLogger is the manager's logger from the --zap-* flags. Context fields
+// (controller-runtime adds four to every reconcile's logger) are encoded
+// when a line is written, not when they are added (package lazylog).
+func newLogger(opts *zap.Options) logr.Logger {
+	return zap.New(zap.UseFlagOptions(opts), zap.RawZapOpts(uberzap.WrapCore(lazylog.Core)))
+}
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
@@ -64,9 +72,7 @@ func run() error {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(opts.gcPercent)
 	}
-	// Context fields (controller-runtime adds four to every reconcile's
-	// logger) are encoded when a line is written, not when they are added.
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts), zap.RawZapOpts(uberzap.WrapCore(lazylog.Core))))
+	ctrl.SetLogger(newLogger(&zapOpts))
 	log := ctrl.Log.WithName("setup")
 
 	cfg, err := ctrl.GetConfig()

@@ -8,7 +8,9 @@
 // reconcile, although almost none of them logs a line. In a burst of 200
 // restarts that was about 9 MB of garbage, and the collector's CPU with
 // it. With Core the fields are kept as they are and encoded, once per
-// logger, on its first line.
+// logger, on its first line. A value given to With is therefore encoded as
+// it is at that first line: pass values (strings, numbers, object
+// references), not pointers to something that changes meanwhile.
 package lazylog
 
 import (

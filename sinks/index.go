@@ -72,6 +72,20 @@ func RegisterIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 	})
 }
 
+// UsesSecret reports whether a NotificationPolicy of the Secret's namespace references it,
+// from c's SecretIndex (the manager's cache). The manager caches only the Secrets something
+// follows (observe.SourceCache), so the cache keeps these through it: without them the
+// controller would miss a credential's creation or rotation. Answers true when the index
+// cannot be read.
+func UsesSecret(ctx context.Context, c client.Reader, secret client.Object) bool {
+	var list kickv1alpha1.NotificationPolicyList
+	if err := c.List(ctx, &list, client.InNamespace(secret.GetNamespace()),
+		client.MatchingFields{SecretIndex: secret.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
+		return true
+	}
+	return len(list.Items) > 0
+}
+
 // policiesUsing maps a Secret to the policies of its namespace that reference it.
 func (r *Reconciler) policiesUsing(ctx context.Context, secret client.Object) []reconcile.Request {
 	var list kickv1alpha1.NotificationPolicyList

@@ -78,6 +78,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		For(&kickv1alpha1.NotificationPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// Metadata only: the handler needs a Secret's name and namespace, and the manager's
 		// cache keeps no Secret content (a typed watch would start an informer holding it).
+		// Where the manager caches only the Secrets something follows, the ones policies
+		// reference must be kept (UsesSecret).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.policiesUsing), builder.OnlyMetadata)
 	if opts.MaxConcurrentReconciles > 0 {
 		b = b.WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles})

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kick-operator/kick/gitops"
+	"github.com/kick-operator/kick/restart/observe"
 )
 
 // The lean build: no Argo CD or Kargo integration linked (see
@@ -27,6 +28,8 @@ var errArgoCDNotLinked = errors.New("this kick-manager build does not include th
 func addArgoCDToScheme(*k8sruntime.Scheme) error { return errArgoCDNotLinked }
 
 func (in *integrations) argoCDCacheOptions(map[client.Object]cache.ByObject) {}
+
+func (in *integrations) followArgoCDSettings(*observe.SourceCache) {}
 
 func (in *integrations) registerArgoCD(context.Context, ctrl.Manager, gitops.Workloads) error {
 	return errArgoCDNotLinked

@@ -15,6 +15,8 @@ import (
 	"github.com/kick-operator/kick/gitops"
 	"github.com/kick-operator/kick/gitops/argocd"
 	"github.com/kick-operator/kick/gitops/kargo"
+	"github.com/kick-operator/kick/restart/discovery"
+	"github.com/kick-operator/kick/restart/observe"
 )
 
 // This build links the Argo CD and Kargo integrations. The typed Argo CD
@@ -46,6 +48,12 @@ func (in *integrations) argoCDCacheOptions(byObject map[client.Object]cache.ByOb
 	if in.kargo {
 		maps.Copy(byObject, kargo.CacheOptions())
 	}
+}
+
+// followArgoCDSettings keeps argocd-cm in the cache of ConfigMaps, which
+// holds only consumed ones otherwise: the integration watches it by name.
+func (in *integrations) followArgoCDSettings(sources *observe.SourceCache) {
+	sources.Follow(discovery.KindConfigMap, in.argoFlags.argoCDNamespace, argocd.SettingsConfigMap)
 }
 
 func (in *integrations) registerArgoCD(ctx context.Context, mgr ctrl.Manager, workloads gitops.Workloads) error {

@@ -124,6 +124,7 @@ func run() error {
 	}
 	keys := observe.NewFingerprinter(key)
 	byObject := cacheByObject(active, opts)
+	sources := sourceCache(active)
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
@@ -133,6 +134,9 @@ func run() error {
 			// templates; everything else drops managedFields.
 			ByObject:         byObject,
 			DefaultTransform: cache.TransformStripManagedFields(),
+			// Of the Secrets and ConfigMaps, only those the observer
+			// follows (consumed, recorded) stay in the cache.
+			NewInformer: sources.NewInformer,
 		},
 		Metrics:                       metricsOptions(opts),
 		HealthProbeBindAddress:        opts.probeAddr,
@@ -160,7 +164,7 @@ func run() error {
 	}); err != nil {
 		return err
 	}
-	if err := wire(ctx, mgr, opts, keys, active); err != nil {
+	if err := wire(ctx, mgr, opts, keys, active, sources); err != nil {
 		return err
 	}
 
@@ -213,6 +217,17 @@ func metricsOptions(opts options) metricsserver.Options {
 		o.CertDir = opts.metricsCertDir
 	}
 	return o
+}
+
+// sourceCache is the filter of the manager's Secret and ConfigMap informers
+// (see observe.SourceCache), keeping also the ConfigMap the Argo CD
+// integration watches by name.
+func sourceCache(active *integrations) *observe.SourceCache {
+	sources := observe.NewSourceCache()
+	if active.argoCD {
+		active.followArgoCDSettings(sources)
+	}
+	return sources
 }
 
 // cacheByObject is the manager cache's per-kind settings: Secrets and

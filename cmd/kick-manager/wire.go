@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/csi"
 	"github.com/kick-operator/kick/restart/discovery"
 	"github.com/kick-operator/kick/restart/inflight"
@@ -27,7 +28,7 @@ import (
 const configWorkers = 2
 
 // wire registers the indexes, the router and every controller with mgr.
-func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fingerprinter, active *integrations) error {
+func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fingerprinter, active *integrations, sources *observe.SourceCache) error {
 	log := ctrl.Log.WithName("router")
 	rt := router.New(router.Options{Registerer: metrics.Registry, Log: log.Info})
 	go func() { <-ctx.Done(); rt.Close() }()
@@ -58,7 +59,7 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 		// Bounds the memory of full reads whatever the worker count.
 		MaxFullReads: opts.maxFullReads,
 	}
-	if err := observer.SetupWithManager(mgr, observe.Options{MaxConcurrentReconciles: opts.maxConcurrent}); err != nil {
+	if err := observer.SetupWithManager(mgr, observe.Options{MaxConcurrentReconciles: opts.maxConcurrent, SourceCache: sources}); err != nil {
 		return err
 	}
 	enqueueSources := observer.EnqueueSourcesOf
@@ -90,6 +91,11 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 	if err := (&policy.Reconciler{ProviderAvailable: active.gitops.Available, Kinds: kinds}).SetupWithManager(mgr, policy.Options{MaxConcurrentReconciles: configWorkers}); err != nil {
 		return err
 	}
+	// The notification policies watch the Secrets they read their
+	// credentials from: the cache of Secrets keeps those too.
+	sources.Keep(func(kind string, src client.Object) bool {
+		return kind == discovery.KindSecret && sinks.UsesSecret(ctx, mgr.GetClient(), src)
+	}, &kickv1alpha1.NotificationPolicy{})
 	if err := (&sinks.Reconciler{}).SetupWithManager(mgr, sinks.Options{
 		Router:     rt,
 		Registerer: metrics.Registry,

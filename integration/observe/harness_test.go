@@ -139,6 +139,8 @@ func startObserverWith(t *testing.T, ns, keyNS string, isManaged observe.Managed
 		}
 	}
 	o := &observer{t: t, keys: keys, reg: prometheus.NewRegistry(), done: make(chan error, 1), liveReads: map[string]int{}}
+	// As in kick-manager: only the sources the observer follows are cached.
+	sources := observe.NewSourceCache()
 	mgr, err := manager.New(env.Config, manager.Options{
 		Logger:  cluster.TestLogger(t),
 		Scheme:  scheme,
@@ -150,7 +152,7 @@ func startObserverWith(t *testing.T, ns, keyNS string, isManaged observe.Managed
 				o.mu.Lock()
 				o.informers = append(o.informers, informer(obj))
 				o.mu.Unlock()
-				return toolscache.NewSharedIndexInformer(lw, obj, resync, idx)
+				return sources.NewInformer(lw, obj, resync, idx)
 			},
 		},
 		// Several managers run one after another in this process.
@@ -170,7 +172,7 @@ func startObserverWith(t *testing.T, ns, keyNS string, isManaged observe.Managed
 	o.mgr, o.sub = mgr, sub
 	rec := &observe.SourceReconciler{Client: mgr.GetClient(), Live: countingReader{Reader: mgr.GetAPIReader(), o: o}, Router: rt, Keys: keys, IsManaged: isManaged}
 	o.rec = rec
-	if err := rec.SetupWithManager(mgr, observe.Options{MaxConcurrentReconciles: 2, Registerer: o.reg}); err != nil {
+	if err := rec.SetupWithManager(mgr, observe.Options{MaxConcurrentReconciles: 2, Registerer: o.reg, SourceCache: sources}); err != nil {
 		t.Fatal(err)
 	}
 	runCtx, cancel := context.WithCancel(ctx)

@@ -79,9 +79,12 @@ type SourceReconciler struct {
 	// consumerIndex lets followed read the workload informers' index
 	// directly; set by SetupWithManager (nil: through the List).
 	consumerIndex *consumerIndex
-	own           ownWrites
-	metrics       *metrics
-	fullReads     limiter
+	// sourceCache, when set, caches only followed sources; a miss is then
+	// checked against the API server (see SourceCache.Fetch).
+	sourceCache *SourceCache
+	own         ownWrites
+	metrics     *metrics
+	fullReads   limiter
 }
 
 // DefaultMaxFullReads is the default of SourceReconciler.MaxFullReads. A full read of a source
@@ -145,6 +148,17 @@ type outcome struct {
 func (r *SourceReconciler) reconcileSource(ctx context.Context, kind sourceKind, key types.NamespacedName) (outcome, error) {
 	src := SourceMetadata(kind.name)
 	if err := r.Client.Get(ctx, key, src); err != nil {
+		if apierrors.IsNotFound(err) && r.sourceCache != nil {
+			// Not cached: maybe gone, maybe a source nothing followed until a
+			// workload started consuming it. In that case the cache holds it now.
+			found, err := r.sourceCache.Fetch(ctx, r.Live, kind.name, key)
+			if err != nil {
+				return outcome{}, err
+			}
+			if found {
+				return outcome{}, errCacheBehind
+			}
+		}
 		if apierrors.IsNotFound(err) {
 			// Gone: its record goes with it (ownerReference). A source created again
 			// under the same name is a new object and starts with a baseline.

@@ -38,6 +38,10 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// Registerer receives the kick_observe_* metrics; nil means controller-runtime's registry.
 	Registerer prometheus.Registerer
+	// SourceCache, when the manager's cache was built with its NewInformer, is told which
+	// sources to keep: those the reconciler follows (see followed). Nil: the cache holds
+	// every Secret and ConfigMap.
+	SourceCache *SourceCache
 }
 
 // NewCacheOptions returns the manager cache settings for Secrets and ConfigMaps, which the
@@ -69,6 +73,13 @@ func (r *SourceReconciler) SetupWithManager(mgr manager.Manager, opts Options) e
 		r.Live = mgr.GetAPIReader()
 	}
 	r.consumerIndex = &consumerIndex{informers: mgr.GetCache()}
+	if opts.SourceCache != nil {
+		r.sourceCache = opts.SourceCache
+		// followed reads the workload indexes and the records: both must be complete
+		// before the first source is judged by it.
+		waitFor := append(r.Kinds.Objects(), &kickv1alpha1.SourceObservation{})
+		r.sourceCache.adopt(r.followed, mgr.GetCache(), waitFor)
+	}
 	r.metrics = newMetrics(opts.Registerer)
 	r.triggers = make(map[string]chan event.GenericEvent, len(sourceKinds))
 	workers := max(opts.MaxConcurrentReconciles, 1)

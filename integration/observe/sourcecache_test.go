@@ -31,6 +31,28 @@ func (o *observer) cachedSource(ns, name string) *metav1.PartialObjectMetadata {
 	return src
 }
 
+// cachedCount reads kick_observe_cached_sources for a kind; -1 when it is not exported.
+func (o *observer) cachedCount(kind string) float64 {
+	o.t.Helper()
+	mfs, err := o.reg.Gather()
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "kick_observe_cached_sources" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "kind" && l.GetValue() == kind {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return -1
+}
+
 func deleteAndWait(t *testing.T, obj client.Object) {
 	t.Helper()
 	c := cluster.Get(t).Client
@@ -78,6 +100,9 @@ func TestCacheKeepsOnlyFollowedSources(t *testing.T) {
 	if o.cachedSource(ns, "lonely") != nil {
 		t.Error("the cache holds a Secret nothing consumes and nothing recorded")
 	}
+	if n := o.cachedCount("Secret"); n != 2 {
+		t.Errorf("kick_observe_cached_sources{kind=Secret} = %v, want 2 (used, kept)", n)
+	}
 
 	// Writes to the others: the unconsumed one stays out of the cache; the recorded one's
 	// record follows its content quietly (a later consumer starts with it).
@@ -103,6 +128,9 @@ func TestCacheKeepsOnlyFollowedSources(t *testing.T) {
 	}
 	if c := o.cachedSource(ns, "lonely"); c == nil || c.Labels["touched"] != "yes" {
 		t.Errorf("after its first consumer the cache holds %+v, want the Secret with its labels", c)
+	}
+	if n := o.cachedCount("Secret"); n != 3 {
+		t.Errorf("kick_observe_cached_sources{kind=Secret} = %v, want 3", n)
 	}
 
 	// Its content changes from now on are seen, each once, dated when the cache got them.

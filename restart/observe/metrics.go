@@ -45,6 +45,34 @@ func register(reg prometheus.Registerer, c *prometheus.CounterVec) *prometheus.C
 	return c
 }
 
+// cachedSources reports how many Secrets and ConfigMaps the SourceCache lets the manager's cache
+// hold, by kind: what the cache's memory grows with.
+type cachedSources struct {
+	cache *SourceCache
+	desc  *prometheus.Desc
+}
+
+func registerCachedSources(reg prometheus.Registerer, c *SourceCache) error {
+	if reg == nil {
+		reg = crmetrics.Registry
+	}
+	err := reg.Register(cachedSources{cache: c, desc: prometheus.NewDesc("kick_observe_cached_sources",
+		"Secrets and ConfigMaps held in the manager's cache (metadata only), by kind: those a workload consumes, that have an observation record, or that another component follows.",
+		[]string{"kind"}, nil)})
+	if errors.As(err, new(prometheus.AlreadyRegisteredError)) {
+		return nil // a second manager in the same process: the first one's stays
+	}
+	return err
+}
+
+func (s cachedSources) Describe(ch chan<- *prometheus.Desc) { ch <- s.desc }
+
+func (s cachedSources) Collect(ch chan<- prometheus.Metric) {
+	for kind, n := range s.cache.held() {
+		ch <- prometheus.MustNewConstMetric(s.desc, prometheus.GaugeValue, float64(n), kind)
+	}
+}
+
 func (m *metrics) observed(kind string, out outcome) {
 	if m == nil {
 		return

@@ -79,6 +79,9 @@ func (r *SourceReconciler) SetupWithManager(mgr manager.Manager, opts Options) e
 		// before the first source is judged by it.
 		waitFor := append(r.Kinds.Objects(), &kickv1alpha1.SourceObservation{})
 		r.sourceCache.adopt(r.followed, mgr.GetCache(), waitFor)
+		if err := registerCachedSources(opts.Registerer, r.sourceCache); err != nil {
+			return err
+		}
 	}
 	r.metrics = newMetrics(opts.Registerer)
 	r.triggers = make(map[string]chan event.GenericEvent, len(sourceKinds))

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -242,7 +243,9 @@ func (c *SourceCache) Fetch(ctx context.Context, live client.Reader, kind string
 	c.mu.Unlock()
 
 	src := SourceMetadata(kind)
-	err = live.Get(ctx, key, src)
+	// Quiet: client-go logs response bodies at high verbosity, and a source's metadata names
+	// its data keys (managedFields) and may hold its content (last-applied-configuration).
+	err = live.Get(logr.NewContext(ctx, logr.Discard()), key, src)
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -266,6 +269,19 @@ func (c *SourceCache) Fetch(ctx context.Context, live client.Reader, kind string
 		}
 	}
 	return true, nil
+}
+
+// held returns how many sources the cache holds, by kind.
+func (c *SourceCache) held() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.feeds))
+	for kind, f := range c.feeds {
+		if f.indexer != nil {
+			out[kind] = len(f.indexer.ListKeys())
+		}
+	}
+	return out
 }
 
 // filteredListWatch lists and watches one source kind through the SourceCache's filter.

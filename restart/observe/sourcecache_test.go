@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -170,10 +171,14 @@ type metaReader struct {
 	objs   map[string]*metav1.PartialObjectMetadata
 	during func()
 	gets   int
+	loud   int // reads whose context carries a logger that writes
 }
 
-func (r *metaReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+func (r *metaReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
 	r.gets++
+	if l, err := logr.FromContext(ctx); err != nil || l.GetSink() != nil {
+		r.loud++
+	}
 	if r.during != nil {
 		r.during()
 	}
@@ -208,6 +213,9 @@ func TestSourceCacheFetchPutsANewlyConsumedSourceIntoTheStore(t *testing.T) {
 	}
 	if _, followed := c.feeds["Secret"].followed[key]; !followed {
 		t.Error("a fetched source is not followed: its next change would be dropped")
+	}
+	if live.loud != 0 {
+		t.Error("Fetch read the Secret's metadata with a logger that writes: client-go logs response bodies at high verbosity")
 	}
 	// Held now: a second Fetch does not read it again.
 	if found, _ := c.Fetch(context.Background(), live, "Secret", key); !found || live.gets != 1 {

@@ -158,14 +158,33 @@ func (m *Manager) Log() string {
 // FreeAddr returns a free 127.0.0.1 address for a test server.
 func FreeAddr(t testing.TB) string { return freeAddr(t) }
 
+// handedOut are the addresses freeAddr returned in this process. The kernel
+// may give a port it just freed to the next listener on port 0, so two calls
+// in a row can return the same address (a manager's probe and metrics
+// servers then collide, and it exits); an address is handed out once.
+var handedOut = struct {
+	sync.Mutex
+	addrs map[string]bool
+}{addrs: map[string]bool{}}
+
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		if !handedOut.addrs[addr] {
+			handedOut.addrs[addr] = true
+			return addr
+		}
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatal("no free 127.0.0.1 port that was not handed out before")
+	return ""
 }
 
 // keepLog copies a failed test's whole manager log into $KICK_TEST_LOG_DIR

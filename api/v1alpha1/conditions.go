@@ -77,6 +77,10 @@ const (
 	// ReasonRolloutTimeout: the rollout did not finish within the manager's
 	// --rollout-timeout.
 	ReasonRolloutTimeout = "RolloutTimeout"
+	// ReasonProgressDeadlineExceeded: the Deployment controller reported
+	// that the restart's rollout stopped making progress
+	// (spec.progressDeadlineSeconds).
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
 	// ReasonUnsupportedTarget: the target's kind is not one this manager
 	// restarts (or its integration is not active).
 	ReasonUnsupportedTarget = "UnsupportedTarget"

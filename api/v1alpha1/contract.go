@@ -46,6 +46,12 @@ const (
 	// that stamp.
 	RestartedForAnnotation = "kick.corewire.io/restarted-for"
 
+	// ReleaseHaltAnnotation, set (to any value) on a KickRequest that failed
+	// its rollout and halted a fan-out, releases the halt: the restarts it
+	// held go ahead with the change as it is. A new change of the source
+	// ends the halt on its own.
+	ReleaseHaltAnnotation = "kick.corewire.io/release-halt"
+
 	// TraceparentAnnotation carries the W3C traceparent of the restart
 	// cycle's first span (dependency.changed): the manager writes it with
 	// the change when it creates or reopens a request while tracing is on,

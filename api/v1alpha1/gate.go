@@ -61,6 +61,14 @@ const (
 	// GateSettling: a dependency changed less than restart.settle ago; the
 	// restart waits until the sources have been quiet that long.
 	GateSettling GateReason = "Settling"
+	// GateRestartBudget: the policy's restart.maxConcurrent or the
+	// manager's --max-concurrent-restarts is used up by restarts whose
+	// rollouts are still in progress; the restart starts when a slot frees.
+	GateRestartBudget GateReason = "RestartBudget"
+	// GateRolloutHalted: a restart for the same change of the same source
+	// failed its rollout, so the rest of that fan-out is held until the
+	// source changes again or a person releases the halt.
+	GateRolloutHalted GateReason = "RolloutHalted"
 )
 
 // Blocks reports whether the reason holds a restart back.

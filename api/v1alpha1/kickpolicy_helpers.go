@@ -16,7 +16,12 @@ limitations under the License.
 
 package v1alpha1
 
-import "time"
+import (
+	"math"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
 
 // DefaultMinInterval is restart.minInterval when the field is absent.
 const DefaultMinInterval = 30 * time.Second
@@ -68,4 +73,25 @@ func (w *ScheduleWindow) EffectiveTimeZone() string {
 		return "UTC"
 	}
 	return w.TimeZone
+}
+
+// MaxConcurrentRestarts resolves restart.maxConcurrent against the number
+// of workloads the policy matches: an integer as written, a percentage of
+// matched rounded up, never below 1. It reports false when the policy sets
+// no cap.
+func (s *KickPolicySpec) MaxConcurrentRestarts(matched int) (int, bool) {
+	if s == nil || s.Restart == nil || s.Restart.MaxConcurrent == nil {
+		return 0, false
+	}
+	v := s.Restart.MaxConcurrent
+	if v.Type == intstr.Int {
+		return max(int(v.IntVal), 1), true
+	}
+	pct, err := intstr.GetScaledValueFromIntOrPercent(&intstr.IntOrString{Type: intstr.String, StrVal: v.StrVal}, 100, true)
+	if err != nil || pct <= 0 {
+		// Admission refuses such values; one at a time is the safe reading
+		// of an object written before validation existed.
+		return 1, true
+	}
+	return max(int(math.Ceil(float64(pct)*float64(matched)/100)), 1), true
 }

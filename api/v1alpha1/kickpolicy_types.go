@@ -18,6 +18,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // KickPolicySpec decides which workloads KICK manages in its namespace, which
@@ -199,6 +200,19 @@ type RestartSpec struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+)$')",message="settle must be a non-negative Go duration such as \"10s\" (units ns, us, ms, s, m, h)"
 	Settle *metav1.Duration `json:"settle,omitempty"`
+
+	// MaxConcurrent caps how many of this policy's workloads may have a
+	// KICK restart in progress at once: issued, and its rollout not yet
+	// complete (nor past the manager's --rollout-timeout). An integer such
+	// as 5, or a percentage of the workloads the policy matches, such as
+	// "10%" (rounded up, at least 1). The rest wait in phase WaitingForGate
+	// with reason RestartBudget and start as slots free up, oldest change
+	// first. Omitted: no cap (the manager's --max-concurrent-restarts still
+	// applies across the cluster).
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^(100|[1-9][0-9]?)%$')",message="maxConcurrent must be an integer of at least 1 or a percentage from 1% to 100%, such as 5 or \"10%\""
+	MaxConcurrent *intstr.IntOrString `json:"maxConcurrent,omitempty"`
 }
 
 // KickPolicyStatus is written by the policy controller.

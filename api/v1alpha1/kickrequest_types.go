@@ -105,8 +105,8 @@ type GateStatus struct {
 	// +optional
 	Reason GateReason `json:"reason,omitempty"`
 	// Stage is the gate that holds the restart back, in the order they are
-	// evaluated: Suspend, Settle, Schedule, MinInterval or GitOps; empty
-	// when every gate is open.
+	// evaluated: Suspend, Settle, Schedule, MinInterval, Halt, GitOps or
+	// Budget; empty when every gate is open.
 	// +optional
 	Stage string `json:"stage,omitempty"`
 	// Message explains the decision for humans.
@@ -179,6 +179,13 @@ type KickRequestStatus struct {
 	// as newer, and it never moves backwards.
 	// +optional
 	LatestObservedDependencyChange *metav1.MicroTime `json:"latestObservedDependencyChange,omitempty"`
+
+	// ChangedSource names the Secret or ConfigMap ("Secret/web-tls") whose
+	// change the last restart answered, when one source's change was the
+	// newest. If that restart fails its rollout, the other restarts for the
+	// same change of that source are held (gate reason RolloutHalted).
+	// +optional
+	ChangedSource string `json:"changedSource,omitempty"`
 
 	// CurrentRollout is the rollout this request started and is following.
 	// +optional

@@ -34,6 +34,7 @@ type options struct {
 	kubeAPIBurst       int
 	kubeAPICompression bool
 	rolloutTimeout     time.Duration
+	maxRestarts        int
 	requestRetention   time.Duration
 	replayWindow       time.Duration
 	enableArgoCD       bool
@@ -94,6 +95,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 0, "client-side burst when --kube-api-qps is set")
 	fs.BoolVar(&o.kubeAPICompression, "kube-api-compression", false, "accept gzip-compressed API responses; off by default: next to its API server the manager saves the CPU of compressing and decompressing every LIST and watch, and a decompressor (about 40 KB) per open watch")
 	fs.DurationVar(&o.rolloutTimeout, "rollout-timeout", 15*time.Minute, "how long a restart's rollout may take before the request fails")
+	fs.IntVar(&o.maxRestarts, "max-concurrent-restarts", 0, "most restarts in progress (issued, rollout not yet complete) across the cluster; 0 means no cap. Free slots go to namespaces in turn, so a namespace with many waiting restarts cannot starve one with a few. KickPolicy restart.maxConcurrent caps each policy on top")
 	fs.DurationVar(&o.requestRetention, "request-retention", 24*time.Hour, "how long finished KickRequests are kept")
 	fs.DurationVar(&o.replayWindow, "notification-replay-window", time.Hour, "after a manager start, re-send notifications of request transitions this recent that a NotificationPolicy may not have delivered before (same event ids); 0 turns replay off")
 	fs.BoolVar(&o.enableArgoCD, "enable-argocd", true, "gate on Argo CD Applications and AppProjects (skipped when the CRDs are absent)")
@@ -129,6 +131,9 @@ func (o *options) validate() error {
 	}
 	if o.kubeAPIQPS < 0 || o.kubeAPIBurst < 0 {
 		errs = append(errs, errors.New("--kube-api-qps and --kube-api-burst must not be negative"))
+	}
+	if o.maxRestarts < 0 {
+		errs = append(errs, fmt.Errorf("--max-concurrent-restarts must be 0 (no cap) or more, got %d", o.maxRestarts))
 	}
 	if o.rolloutTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--rollout-timeout must be positive, got %s", o.rolloutTimeout))

@@ -130,6 +130,7 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 		Metrics:                 request.NewMetrics(metrics.Registry),
 		MaxConcurrentReconciles: opts.maxConcurrent,
 		RolloutTimeout:          opts.rolloutTimeout,
+		MaxConcurrentRestarts:   opts.maxRestarts,
 		Retention:               opts.requestRetention,
 		EnqueueSources:          enqueueSources,
 		Kinds:                   kinds,

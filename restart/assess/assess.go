@@ -156,7 +156,7 @@ func Assess(f Facts) Assessment {
 			a.Verdict == InProgress && !f.Rollout.Since.IsZero() && !freshness.Newer(a.Latest, f.Rollout.Since)
 	}
 	if p != nil {
-		a.Gate = evaluateGate(f, p, a.Latest)
+		a.Gate = evaluateGate(f, p, a.Latest, a.Dependencies)
 	}
 	a.Summary = summarize(&a)
 	return a

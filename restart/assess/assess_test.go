@@ -138,6 +138,33 @@ func TestAssessDecisionTable(t *testing.T) {
 			f.Request = &kickv1alpha1.KickRequest{ObjectMeta: metav1.ObjectMeta{Name: "deployment-web",
 				Annotations: map[string]string{kickv1alpha1.ChangeAnnotation: t0.Add(5 * time.Minute).Format(time.RFC3339Nano)}}}
 		}, verdict: Stale, allowed: true},
+		{name: "halted: a restart for the same change failed", mutate: func(f *Facts) {
+			f.Halts = []Halt{{Source: "Secret/db", Change: t0.Add(time.Minute), Workload: "Deployment api", Request: "deployment-api", Reason: "ProgressDeadlineExceeded"}}
+		}, verdict: Stale, stage: StageHalt, reason: kickv1alpha1.GateRolloutHalted},
+		{name: "halt before GitOps", mutate: func(f *Facts) {
+			argo(&f.Policies[0].Spec)
+			f.GitOps = outOfSync
+			f.Halts = []Halt{{Source: "Secret/db", Change: t0.Add(time.Minute)}}
+		}, verdict: Stale, stage: StageHalt, reason: kickv1alpha1.GateRolloutHalted},
+		{name: "a newer change of the source ends the halt", mutate: func(f *Facts) {
+			f.Halts = []Halt{{Source: "Secret/db", Change: t0.Add(30 * time.Second)}}
+		}, verdict: Stale, allowed: true},
+		{name: "a halt of another source", mutate: func(f *Facts) {
+			f.Halts = []Halt{{Source: "ConfigMap/db", Change: t0.Add(time.Minute)}}
+		}, verdict: Stale, allowed: true},
+		{name: "a halted change the pods already carry", mutate: func(f *Facts) {
+			f.Dependencies = append(f.Dependencies, Dependency{Kind: "Secret", Name: "tls", Counted: true, Record: relevant(t0.Add(-time.Minute))})
+			f.Halts = []Halt{{Source: "Secret/tls", Change: t0.Add(-time.Minute)}}
+			f.Rollout.Since = t0
+		}, verdict: Stale, allowed: true},
+		{name: "no restart slot", mutate: func(f *Facts) {
+			f.Budget = &Budget{Message: "5 of 5 restarts of KickPolicy p in progress (restart.maxConcurrent); 37 waiting"}
+		}, verdict: Stale, stage: StageBudget, reason: kickv1alpha1.GateRestartBudget},
+		{name: "the budget comes last", mutate: func(f *Facts) {
+			argo(&f.Policies[0].Spec)
+			f.GitOps = outOfSync
+			f.Budget = &Budget{Message: "full"}
+		}, verdict: Stale, stage: StageGitOps, reason: kickv1alpha1.GateOwnerOutOfSync, until: t0.Add(time.Hour)},
 		{name: "a handed change the cache does not show yet", mutate: func(f *Facts) {
 			f.Dependencies[0].Record = nil
 			f.Handed = freshness.At(t0.Add(time.Second))
@@ -161,8 +188,8 @@ func TestAssessDecisionTable(t *testing.T) {
 			if !strings.HasPrefix(a.Summary, tc.summary) {
 				t.Errorf("summary %q, want prefix %q", a.Summary, tc.summary)
 			}
-			if a.Selection.State == Selected && len(a.Gate.Stages) != 6 {
-				t.Errorf("%d stages evaluated, want all 6", len(a.Gate.Stages))
+			if a.Selection.State == Selected && len(a.Gate.Stages) != 8 {
+				t.Errorf("%d stages evaluated, want all 8", len(a.Gate.Stages))
 			}
 		})
 	}

@@ -7,5 +7,6 @@
 // An Assessment carries the selected policy, Λ (the newest relevant change
 // of the in-scope dependencies, and where it came from), σ (the rollout),
 // the freshness verdict and the gate, evaluated in one fixed order:
-// suspend, dry run, settle, schedule windows, minInterval, GitOps.
+// suspend, dry run, settle, schedule windows, minInterval, GitOps, restart
+// budget.
 package assess

@@ -34,6 +34,38 @@ type Facts struct {
 	// GitOps is the GitOps provider's decision; nil when it was not asked
 	// (the gate then reports the GitOps stage as unknown).
 	GitOps *gitops.Decision
+	// Budget is the restart budget's answer (restart.maxConcurrent,
+	// --max-concurrent-restarts); nil when no cap applies. Only the
+	// manager's request reconciler takes slots: it asks right before a
+	// restart every other stage allows.
+	Budget *Budget
+	// Halts are the failed restarts of the namespace that halt the rest of
+	// their fan-out (requests in phase Failed naming the source whose
+	// change they answered, not released).
+	Halts []Halt
+}
+
+// Halt is a restart that failed its rollout: the change of Source at
+// Change broke Workload, and the other restarts that would bring that
+// same change are held.
+type Halt struct {
+	// Source is "Kind/name" of the Secret or ConfigMap.
+	Source string
+	// Change is the change the failed restart answered.
+	Change time.Time
+	// Workload names the workload whose rollout failed ("Deployment api").
+	Workload string
+	// Request is the failed KickRequest's name; Reason why it failed.
+	Request string
+	Reason  string
+}
+
+// Budget is the restart budget's answer for the workload.
+type Budget struct {
+	// Open is set when the restart may take a slot now.
+	Open bool
+	// Message says how many restarts are in progress and how many wait.
+	Message string
 }
 
 // Target identifies the workload.

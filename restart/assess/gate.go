@@ -2,6 +2,7 @@ package assess
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,7 +22,9 @@ const (
 	StageSettle      Stage = "Settle"
 	StageSchedule    Stage = "Schedule"
 	StageMinInterval Stage = "MinInterval"
+	StageHalt        Stage = "Halt"
 	StageGitOps      Stage = "GitOps"
+	StageBudget      Stage = "Budget"
 )
 
 // StageResult is one stage's answer.
@@ -81,7 +84,7 @@ func (g Gate) StageResult(s Stage) (StageResult, bool) {
 
 // evaluateGate runs every stage in order and reports the first that is
 // not open. Later stages are evaluated too, for people who ask why.
-func evaluateGate(f Facts, p *kickv1alpha1.KickPolicy, latest freshness.Change) Gate {
+func evaluateGate(f Facts, p *kickv1alpha1.KickPolicy, latest freshness.Change, deps []DependencyResult) Gate {
 	g := Gate{Allowed: true, Reason: kickv1alpha1.GateAllowed, DryRun: p.Spec.DryRun}
 	if f.GitOps != nil {
 		g.Provider, g.Owner = f.GitOps.Provider, f.GitOps.Owner
@@ -92,8 +95,16 @@ func evaluateGate(f Facts, p *kickv1alpha1.KickPolicy, latest freshness.Change) 
 		settleStage(p, latest, f.Now),
 		scheduleStage(p, f.Now),
 		minIntervalStage(p, f.Target, f.Now),
+		haltStage(f, deps),
 		gitOpsStage(p, f.GitOps),
+		budgetStage(f.Budget),
 	}
+	return g.settle(stages)
+}
+
+// settle records the stages' answers and which one holds the restart.
+func (g Gate) settle(stages []StageResult) Gate {
+	g.Allowed, g.Stage, g.Reason, g.Message, g.Until = true, "", kickv1alpha1.GateAllowed, "", time.Time{}
 	for _, s := range stages {
 		if s.Open || !g.Allowed {
 			continue
@@ -105,6 +116,18 @@ func evaluateGate(f Facts, p *kickv1alpha1.KickPolicy, latest freshness.Change) 
 		g.Message = "every gate is open"
 	}
 	return g
+}
+
+// WithBudget returns the gate with b as the restart budget's answer: the
+// manager asks for a slot only once every other stage is open.
+func (g Gate) WithBudget(b *Budget) Gate {
+	stages := slices.Clone(g.Stages)
+	for i := range stages {
+		if stages[i].Stage == StageBudget {
+			stages[i] = budgetStage(b)
+		}
+	}
+	return g.settle(stages)
 }
 
 func suspendStage(p *kickv1alpha1.KickPolicy) StageResult {
@@ -189,6 +212,37 @@ func gitOpsStage(p *kickv1alpha1.KickPolicy, d *gitops.Decision) StageResult {
 		return StageResult{Stage: StageGitOps, Open: true, Reason: kickv1alpha1.GateAllowed, Message: d.Message, Next: d.RequeueAt}
 	}
 	return StageResult{Stage: StageGitOps, Reason: d.Reason, Message: d.Message, Next: d.RequeueAt}
+}
+
+// haltStage holds a restart that would bring in a change a halted fan-out
+// is held for: an in-scope dependency still recorded with the change a
+// failed restart answered (not a newer one, the fix), which the running
+// pods do not carry yet.
+func haltStage(f Facts, deps []DependencyResult) StageResult {
+	for _, h := range f.Halts {
+		for _, d := range deps {
+			if d.Scope != ScopeIn || d.Change.IsZero() || d.Kind+"/"+d.Name != h.Source ||
+				d.Change.Latest.After(h.Change) || !freshness.Newer(d.Change, f.Rollout.Since) {
+				continue
+			}
+			return StageResult{Stage: StageHalt, Reason: kickv1alpha1.GateRolloutHalted,
+				Message: fmt.Sprintf("%s: halted after %s failed its rollout (%s) with the change of %s; a new change of %s ends the halt, or release it with: kubectl annotate kickrequest %s %s=true",
+					h.Source, h.Workload, h.Reason, formatTime(h.Change), h.Source, h.Request, kickv1alpha1.ReleaseHaltAnnotation)}
+		}
+	}
+	return open(StageHalt, "no failed restart halts a change this workload would take")
+}
+
+// budgetStage reports the restart budget's answer. Only the manager hands
+// out slots; without its answer the stage is open when no cap applies.
+func budgetStage(b *Budget) StageResult {
+	switch {
+	case b == nil:
+		return open(StageBudget, "no restart budget applies")
+	case b.Open:
+		return open(StageBudget, b.Message)
+	}
+	return StageResult{Stage: StageBudget, Reason: kickv1alpha1.GateRestartBudget, Message: "waiting for a restart slot: " + b.Message}
 }
 
 func open(s Stage, message string) StageResult {

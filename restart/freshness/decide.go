@@ -36,7 +36,10 @@ const (
 )
 
 // Decide compares the latest relevant dependency change with a rollout.
-// An incomplete rollout gives InProgress whatever the change. Otherwise
+// An incomplete rollout gives InProgress whatever the change, except one
+// its controller gave up on (ProgressDeadlineExceeded): waiting for it
+// would wait for ever, and a newer change may be what fixes it, so it is
+// judged like a complete one. Otherwise
 // the workload is Stale only when latestChange is strictly after r.Start:
 // a change at exactly the start counts as picked up. A zero latestChange
 // means no change is known and gives Fresh (the zero time is never after
@@ -46,7 +49,7 @@ const (
 // would make a change in the same second as the rollout look fresh.
 func Decide(latestChange Change, r Rollout) Verdict {
 	switch {
-	case !r.Complete:
+	case !r.Complete && r.Reason != ProgressDeadlineExceeded:
 		return InProgress
 	case Newer(latestChange, r.Start):
 		return Stale
@@ -120,16 +123,24 @@ func Explain(latestChange Change, r Rollout) string {
 		}
 		return msg + "; freshness is decided once it completes"
 	case Stale:
-		return fmt.Sprintf("dependency changed at %s, after the rollout started at %s: restart needed",
-			explainChange(latestChange), explainTime(r.Start))
+		return fmt.Sprintf("dependency changed at %s, after the rollout started at %s%s: restart needed",
+			explainChange(latestChange), explainTime(r.Start), failed(r))
 	default:
 		if latestChange.IsZero() {
 			return fmt.Sprintf("no dependency change recorded; rollout started at %s: no restart needed",
 				explainTime(r.Start))
 		}
-		return fmt.Sprintf("dependency changed at %s, not after the rollout started at %s: no restart needed",
-			explainChange(latestChange), explainTime(r.Start))
+		return fmt.Sprintf("dependency changed at %s, not after the rollout started at %s%s: no restart needed",
+			explainChange(latestChange), explainTime(r.Start), failed(r))
 	}
+}
+
+// failed notes a rollout its controller gave up on.
+func failed(r Rollout) string {
+	if !r.Complete && r.Reason == ProgressDeadlineExceeded {
+		return " (that rollout exceeded its progress deadline)"
+	}
+	return ""
 }
 
 func explainChange(c Change) string {

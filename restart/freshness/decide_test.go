@@ -48,6 +48,10 @@ func TestDecide(t *testing.T) {
 		{"change, unknown start of a complete rollout", stamp, Rollout{Complete: true}, Stale},
 		{"incomplete with newer change", stamp.Add(time.Hour), Rollout{Start: stamp, Reason: RolloutInProgress}, InProgress},
 		{"incomplete without change", time.Time{}, Rollout{Reason: Paused}, InProgress},
+		// A rollout its controller gave up on is judged, not waited for: the
+		// next change restarts it, the change it already carries does not.
+		{"failed rollout, newer change", stamp.Add(time.Second), Rollout{Start: stamp, Reason: ProgressDeadlineExceeded}, Stale},
+		{"failed rollout carrying the change", stamp, Rollout{Start: stamp, Reason: ProgressDeadlineExceeded}, Fresh},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

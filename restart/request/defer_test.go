@@ -138,36 +138,36 @@ func TestRequestLeavesAHandedChangeToTheDriver(t *testing.T) {
 
 	handed.add(k, freshness.At(now.Add(-time.Second)), router.ObjectRef{Kind: "Secret", Name: "db"}, now)
 	s := stale(now.Add(time.Second))
-	if res := s.evaluate(); !s.waitForDriver || s.restartStamp != "" || res.RequeueAfter != driverLookPoll {
+	if res, _ := s.evaluate(t.Context()); !s.waitForDriver || s.restartStamp != "" || res.RequeueAfter != driverLookPoll {
 		t.Fatalf("with the change in the driver's hands: wait %v, restart %q, requeue %v", s.waitForDriver, s.restartStamp, res.RequeueAfter)
 	}
 	// A driver that finishes no look holds the request driverLookWait at most.
 	s = stale(now.Add(driverLookWait))
-	if s.evaluate(); s.waitForDriver || s.restartStamp == "" {
+	if _, _ = s.evaluate(t.Context()); s.waitForDriver || s.restartStamp == "" {
 		t.Fatalf("after driverLookWait without a look: wait %v, restart %q", s.waitForDriver, s.restartStamp)
 	}
 	// A driver working through a burst (finishing looks at other
 	// workloads) is still coming, up to driverLookMax after the handoff.
 	handed.looked(now.Add(driverLookWait - time.Second))
 	s = stale(now.Add(driverLookWait + time.Second))
-	if res := s.evaluate(); !s.waitForDriver || s.restartStamp != "" || res.RequeueAfter != driverLookPoll {
+	if res, _ := s.evaluate(t.Context()); !s.waitForDriver || s.restartStamp != "" || res.RequeueAfter != driverLookPoll {
 		t.Fatalf("with the driver busy: wait %v, restart %q, requeue %v", s.waitForDriver, s.restartStamp, res.RequeueAfter)
 	}
 	handed.looked(now.Add(driverLookMax))
 	s = stale(now.Add(driverLookMax))
-	if s.evaluate(); s.waitForDriver || s.restartStamp == "" {
+	if _, _ = s.evaluate(t.Context()); s.waitForDriver || s.restartStamp == "" {
 		t.Fatalf("after driverLookMax: wait %v, restart %q", s.waitForDriver, s.restartStamp)
 	}
 	// Once the driver looked, the request decides for itself.
 	handed.answered(k, handed.get(k))
 	s = stale(now.Add(time.Second))
-	if s.evaluate(); s.waitForDriver || s.restartStamp == "" {
+	if _, _ = s.evaluate(t.Context()); s.waitForDriver || s.restartStamp == "" {
 		t.Fatalf("after the driver's look: wait %v, restart %q", s.waitForDriver, s.restartStamp)
 	}
 	// Another workload's handed change is not this request's.
 	handed.add(WorkloadKey{Kind: kickv1alpha1.TargetDeployment, Namespace: "shop", Name: "api"}, freshness.At(now), router.ObjectRef{}, now)
 	s = stale(now.Add(time.Second))
-	if s.evaluate(); s.waitForDriver {
+	if _, _ = s.evaluate(t.Context()); s.waitForDriver {
 		t.Fatal("waits for the driver's look at another workload")
 	}
 }
@@ -188,7 +188,7 @@ func TestFollowingThisProcesssRestartCountsIt(t *testing.T) {
 	r.mem.wroteStamp(memoryKey(kr), stamp)
 	s := &step{r: r, kr: kr, now: now, handle: workload.Handle{Object: d, Kind: kind, Target: d},
 		a: assess.Assessment{Verdict: assess.Stale, Latest: freshness.At(now.Add(-2 * time.Second)), Gate: assess.Gate{Allowed: true, Reason: kickv1alpha1.GateAllowed}}}
-	s.evaluate()
+	_, _ = s.evaluate(t.Context())
 	st := kr.Status
 	if s.restartStamp != "" || st.Phase != kickv1alpha1.PhaseExecuting || st.CurrentRollout == nil || !st.CurrentRollout.StartedAt.Time.Equal(stamp) {
 		t.Fatalf("did not follow the restart of this process: restart %q, status %+v", s.restartStamp, st)
@@ -199,7 +199,7 @@ func TestFollowingThisProcesssRestartCountsIt(t *testing.T) {
 	// Followed again (its status write was refused and the cache is still
 	// behind), the same restart is not counted twice.
 	kr.Status.CurrentRollout = nil
-	s.evaluate()
+	_, _ = s.evaluate(t.Context())
 	if kr.Status.RestartCount != 2 {
 		t.Fatalf("the same restart counted again: %d", kr.Status.RestartCount)
 	}

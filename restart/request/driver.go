@@ -18,6 +18,7 @@ import (
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/assess"
+	"github.com/kick-operator/kick/restart/budget"
 	"github.com/kick-operator/kick/restart/discovery"
 	"github.com/kick-operator/kick/restart/evidence"
 	"github.com/kick-operator/kick/restart/freshness"
@@ -71,6 +72,10 @@ type Driver struct {
 	// once names the versions still in flight in its note, or (for a
 	// workload that cannot carry one) waits for them before its patch.
 	Records *inflight.Records
+	// Budget caps restarts in progress. A restart that needs a slot is
+	// never applied at once: its request takes the slot, recorded before
+	// the patch.
+	Budget *budget.Budget
 
 	handed handedChanges
 	// identifying are the workloads whose rollout the driver is waiting to
@@ -308,7 +313,7 @@ func (d *Driver) ensure(ctx context.Context, k WorkloadKey, handed handoff) erro
 		d.Metrics.decision("fresh")
 		return nil
 	}
-	if d.mem != nil && a.Verdict == assess.Stale && a.Gate.Allowed && !a.Gate.DryRun {
+	if d.mem != nil && a.Verdict == assess.Stale && a.Gate.Allowed && !a.Gate.DryRun && !d.Budget.Applies(a.Selection.Policy) {
 		return d.restartNow(ctx, k, h, finished, a, handed)
 	}
 	tc := d.startChange(ctx, k, a, handed)

@@ -51,6 +51,7 @@ type Batch struct {
 	now      time.Time
 	policies []kickv1alpha1.KickPolicy
 	labels   bool
+	halts    []assess.Halt
 	override *Override
 }
 
@@ -62,14 +63,20 @@ type Override struct {
 	Record *kickv1alpha1.SourceObservationSpec
 }
 
-// NewBatch lists the namespace's policies.
+// NewBatch lists the namespace's policies and the failed restarts that
+// halt a fan-out.
 func NewBatch(ctx context.Context, c client.Reader, csi bool, namespace string, now time.Time) (*Batch, error) {
 	var policies kickv1alpha1.KickPolicyList
 	if err := c.List(ctx, &policies, client.InNamespace(namespace)); err != nil {
 		return nil, err
 	}
-	return &Batch{c: c, csi: csi, now: now, policies: policies.Items,
-		labels: selectsDependencies(policies.Items)}, nil
+	b := &Batch{c: c, csi: csi, now: now, policies: policies.Items, labels: selectsDependencies(policies.Items)}
+	if len(policies.Items) == 0 {
+		return b, nil // nothing is managed, nothing is held
+	}
+	var err error
+	b.halts, err = halts(ctx, c, namespace)
+	return b, err
 }
 
 // Policies are the namespace's KickPolicies.
@@ -88,6 +95,7 @@ func (b *Batch) Facts(ctx context.Context, h workload.Handle) (assess.Facts, err
 			Kind: workload.KindOf(target), Namespace: target.GetNamespace(), Name: target.GetName(), Labels: target.GetLabels(),
 		},
 		Policies: b.policies,
+		Halts:    b.halts,
 	}
 	if stamp, ok := h.Current(); ok {
 		f.Target.RestartedAt = stamp

@@ -176,7 +176,7 @@ func TestTrackLooksAgainWithinThePoll(t *testing.T) {
 				handle: workload.Handle{Object: d, Kind: kind, Target: d},
 			}
 			s.a.Rollout = freshness.Rollout{Reason: freshness.NoMatchingReplicaSet, Message: "no ReplicaSet of this deployment matches its pod template yet"}
-			res, done := s.track()
+			res, done := s.track(t.Context())
 			if !done || res.RequeueAfter != tc.want {
 				t.Fatalf("track() = %+v, done %v; want a look again after %s", res, done, tc.want)
 			}

@@ -38,6 +38,11 @@ func (s *step) retain(ctx context.Context) (ctrl.Result, error) {
 	if left > 0 {
 		return ctrl.Result{RequeueAfter: left}, nil
 	}
+	if s.holdsHalt() {
+		// The halt is this request: deleting it would release the restarts
+		// it holds without anyone deciding to.
+		return ctrl.Result{RequeueAfter: s.r.Retention}, nil
+	}
 	s.deleted = true
 	if err := s.r.Client.Delete(ctx, s.kr, client.Preconditions{UID: &s.kr.UID}); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
@@ -126,6 +131,7 @@ func (s *step) followDriverRestart() time.Duration {
 	s.setGate(d, "")
 	started := metav1.NewMicroTime(stamp)
 	st.CurrentRollout = &kickv1alpha1.RolloutMarker{StartedAt: &started, RestartedAt: value}
+	st.ChangedSource = changedSource(&s.a)
 	st.LastRestartTime = &started
 	st.RestartCount++
 	st.Phase = kickv1alpha1.PhaseExecuting

@@ -21,7 +21,8 @@ const (
 	WakeIndex = "kick.corewire.io/gitops-wake"
 )
 
-// RegisterIndexes registers TargetIndex and WakeIndex on KickRequests.
+// RegisterIndexes registers TargetIndex, HaltIndex and WakeIndex on
+// KickRequests.
 func RegisterIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 	if err := indexer.IndexField(ctx, &kickv1alpha1.KickRequest{}, TargetIndex, func(obj client.Object) []string {
 		kr, ok := obj.(*kickv1alpha1.KickRequest)
@@ -30,6 +31,9 @@ func RegisterIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 		}
 		return []string{workload.TargetKey(kr.Spec.TargetRef.Kind, kr.Spec.TargetRef.Name)}
 	}); err != nil {
+		return err
+	}
+	if err := registerHaltIndex(ctx, indexer); err != nil {
 		return err
 	}
 	// Only open requests are indexed for waking: a finished request has

@@ -16,6 +16,7 @@ import (
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/gitops"
 	"github.com/kick-operator/kick/restart/assess"
+	"github.com/kick-operator/kick/restart/budget"
 	"github.com/kick-operator/kick/restart/freshness"
 	"github.com/kick-operator/kick/restart/inflight"
 	"github.com/kick-operator/kick/restart/tracing"
@@ -55,6 +56,9 @@ type Reconciler struct {
 	// Records are the observation records being written; a restart waits
 	// for its workload's (nil: none are tracked).
 	Records *inflight.Records
+	// Budget hands out restart slots (restart.maxConcurrent,
+	// --max-concurrent-restarts); nil: no caps.
+	Budget *budget.Budget
 
 	mem *memory
 	// driverHanded is what the driver (of this process) was handed and
@@ -69,28 +73,47 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.mem.forget(req.NamespacedName)
 			r.putOff(req.NamespacedName, false)
+			r.Budget.Observe(ctx, req.NamespacedName, false, false, false)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !kr.DeletionTimestamp.IsZero() {
+		r.Budget.Observe(ctx, req.NamespacedName, false, false, false)
 		return ctrl.Result{}, nil
 	}
 	orig := kr.DeepCopy()
 	s := &step{r: r, kr: &kr, now: r.Now()}
 	result, err := s.run(ctx)
 	if err != nil {
+		if s.slot {
+			r.Budget.Release(req.NamespacedName)
+		}
 		r.Metrics.error("kickrequest", "Reconcile")
 		return ctrl.Result{}, err
 	}
 	if s.deleted {
 		r.mem.forget(req.NamespacedName)
 		r.putOff(req.NamespacedName, false)
+		r.Budget.Observe(ctx, req.NamespacedName, false, false, false)
 		return ctrl.Result{}, nil
 	}
 	if s.waitForDriver {
 		// Nothing is decided while the driver's patch is in flight; a
 		// status write now would only compete with it.
 		return result, nil
+	}
+	defer r.Budget.Observe(ctx, req.NamespacedName, restartInProgress(orig), restartInProgress(&kr), waitsForSlot(&kr))
+	base := orig
+	if s.slot {
+		// A restart that took a slot is recorded before it is applied: the
+		// budget counts restarts from their requests, and a restart no
+		// request records (a crash between patch and status) would be one
+		// a new leader cannot see.
+		if err := r.writeStatus(ctx, orig, &kr); err != nil {
+			r.Budget.Release(req.NamespacedName)
+			return ctrl.Result{}, err
+		}
+		base = kr.DeepCopy()
 	}
 	if s.restartStamp != "" {
 		// Restart first, then record it: the restart is what the user waits
@@ -122,11 +145,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// request from Pending to Succeeded in one write.
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	if err := r.writeStatus(ctx, orig, &kr); err != nil {
+	if err := r.writeStatus(ctx, base, &kr); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.announce(ctx, orig, &kr, s)
 	return result, nil
+}
+
+// restartInProgress reports whether the request records a restart whose
+// rollout it has not judged yet.
+func restartInProgress(kr *kickv1alpha1.KickRequest) bool {
+	return !kr.Status.Phase.IsTerminal() && kr.Status.CurrentRollout != nil
+}
+
+// waitsForSlot reports whether the request waits for the restart budget.
+func waitsForSlot(kr *kickv1alpha1.KickRequest) bool {
+	return kr.Status.Gate != nil && kr.Status.Gate.Reason == kickv1alpha1.GateRestartBudget
 }
 
 // putOff notes whether the request puts off recording the driver's restart
@@ -162,7 +196,10 @@ type step struct {
 	handle       workload.Handle
 	a            assess.Assessment
 	restartStamp string
-	deleted      bool
+	// slot: the restart took a slot of the budget; the request records it
+	// before the patch.
+	slot    bool
+	deleted bool
 	reopened     bool
 	// adopted: the rollout followed is the one the driver started.
 	adopted bool
@@ -250,11 +287,11 @@ func (s *step) run(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	if st.CurrentRollout != nil {
-		if res, done := s.track(); done {
+		if res, done := s.track(ctx); done {
 			return res, nil
 		}
 	}
-	return s.evaluate(), nil
+	return s.evaluate(ctx)
 }
 
 // readTarget reads the target and how it is restarted. A reason is
@@ -306,7 +343,7 @@ const rolloutPoll = time.Minute
 // track follows the rollout this request started. It reports done when
 // the step is decided; otherwise the restart must be evaluated again (a
 // change arrived while the rollout ran).
-func (s *step) track() (ctrl.Result, bool) {
+func (s *step) track(ctx context.Context) (ctrl.Result, bool) {
 	st := &s.kr.Status
 	marker := st.CurrentRollout
 	mine, _ := freshness.ParseStamp(marker.RestartedAt)
@@ -326,9 +363,11 @@ func (s *step) track() (ctrl.Result, bool) {
 	if !rollout.Complete {
 		s.progress(orDefault(rollout.Reason, freshness.RolloutInProgress), rollout.Message)
 		elapsed := s.now.Sub(mine)
-		if elapsed >= s.r.RolloutTimeout {
-			s.r.Metrics.restart(st.Provider, "failed")
-			return s.fail(kickv1alpha1.ReasonRolloutTimeout, fmt.Sprintf("the rollout of %s did not complete within %s: %s", s.targetRef(), s.r.RolloutTimeout, rollout.Message)), true
+		switch {
+		case rollout.Reason == freshness.ProgressDeadlineExceeded:
+			return s.failRollout(ctx, kickv1alpha1.ReasonProgressDeadlineExceeded, fmt.Sprintf("the rollout of %s exceeded its progress deadline: %s", s.targetRef(), rollout.Message)), true
+		case elapsed >= s.r.RolloutTimeout:
+			return s.failRollout(ctx, kickv1alpha1.ReasonRolloutTimeout, fmt.Sprintf("the rollout of %s did not complete within %s: %s", s.targetRef(), s.r.RolloutTimeout, rollout.Message)), true
 		}
 		st.Phase = kickv1alpha1.PhaseExecuting
 		return ctrl.Result{RequeueAfter: min(s.r.RolloutTimeout-elapsed, rolloutPoll)}, true
@@ -351,17 +390,20 @@ func (s *step) track() (ctrl.Result, bool) {
 
 // evaluate acts on the assessment: wait for the gate, wait for the
 // running rollout, finish when fresh, or restart.
-func (s *step) evaluate() ctrl.Result {
+func (s *step) evaluate(ctx context.Context) (ctrl.Result, error) {
 	st := &s.kr.Status
 	a := &s.a
 	d := a.Gate.Decision()
 	st.Provider, st.Owner = d.Provider, d.Owner
 	if !a.Gate.Allowed {
 		s.block(d, a.Gate.Stage)
-		if d.RequeueAt.IsZero() {
-			return ctrl.Result{}
+		if a.Gate.Stage == assess.StageBudget {
+			return ctrl.Result{RequeueAfter: budget.WaitPoll}, nil
 		}
-		return ctrl.Result{RequeueAfter: max(d.RequeueAt.Sub(s.now), time.Second)}
+		if d.RequeueAt.IsZero() {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{RequeueAfter: max(d.RequeueAt.Sub(s.now), time.Second)}, nil
 	}
 	s.setGate(d, "")
 
@@ -370,25 +412,25 @@ func (s *step) evaluate() ctrl.Result {
 		st.Phase = kickv1alpha1.PhaseWaitingForRollout
 		s.condition(kickv1alpha1.ConditionRolloutComplete, false, orDefault(a.Rollout.Reason, freshness.RolloutInProgress), a.Rollout.Message)
 		s.emit(false, "WaitingForRollout", fmt.Sprintf("waiting for the current rollout of %s to finish before deciding: %s", s.targetRef(), a.Rollout.Message))
-		return ctrl.Result{RequeueAfter: time.Minute}
+		return ctrl.Result{RequeueAfter: time.Minute}, nil
 	case assess.Fresh:
 		s.condition(kickv1alpha1.ConditionStale, false, kickv1alpha1.ReasonUpToDate, a.VerdictMessage)
 		s.finish(kickv1alpha1.PhaseNoLongerRequired, kickv1alpha1.ReasonUpToDate, a.VerdictMessage)
-		return ctrl.Result{RequeueAfter: s.r.Retention}
+		return ctrl.Result{RequeueAfter: s.r.Retention}, nil
 	case assess.CannotAssess:
 		s.block(gitops.Decision{Reason: kickv1alpha1.GateConfigurationError, Message: a.VerdictMessage}, "")
-		return ctrl.Result{RequeueAfter: time.Minute}
+		return ctrl.Result{RequeueAfter: time.Minute}, nil
 	}
 	s.condition(kickv1alpha1.ConditionStale, true, kickv1alpha1.ReasonDependencyNewer, a.VerdictMessage)
 	if a.Gate.DryRun {
 		s.finish(kickv1alpha1.PhaseDryRun, kickv1alpha1.ReasonDryRun, fmt.Sprintf("dry run: would restart %s now (%s)", s.targetRef(), a.VerdictMessage))
-		return ctrl.Result{RequeueAfter: s.r.Retention}
+		return ctrl.Result{RequeueAfter: s.r.Retention}, nil
 	}
 	if _, applying := s.r.mem.claimed(memoryKey(s.kr)); applying {
 		// The driver is restarting this workload right now; decide again
 		// once its patch landed (or was refused).
 		s.waitForDriver = true
-		return ctrl.Result{RequeueAfter: claimPoll}
+		return ctrl.Result{RequeueAfter: claimPoll}, nil
 	}
 	if s.r.driverHanded.pending(requestWorkload(s.kr), s.now) {
 		// The driver was handed this change and has not looked yet (a
@@ -397,7 +439,7 @@ func (s *step) evaluate() ctrl.Result {
 		// follows. Restarting here instead would race it for the same
 		// change and cost a status write and an Event more.
 		s.waitForDriver = true
-		return ctrl.Result{RequeueAfter: driverLookPoll}
+		return ctrl.Result{RequeueAfter: driverLookPoll}, nil
 	}
 	cachedStamp, _ := s.handle.Current()
 	if pending := s.r.mem.pendingStamp(memoryKey(s.kr), cachedStamp); !pending.IsZero() && !freshness.Newer(a.Latest, pending) {
@@ -406,6 +448,7 @@ func (s *step) evaluate() ctrl.Result {
 		started := metav1.NewMicroTime(pending)
 		_, value := s.handle.Stamp(pending, time.Time{})
 		st.CurrentRollout = &kickv1alpha1.RolloutMarker{StartedAt: &started, RestartedAt: value}
+		st.ChangedSource = changedSource(a)
 		if microTime(st.LastRestartTime).Before(started.Time) {
 			// A restart this request has not recorded yet (the driver's,
 			// whose reopen has not reached the cache): it counts.
@@ -413,9 +456,21 @@ func (s *step) evaluate() ctrl.Result {
 			st.RestartCount++
 		}
 		st.Phase = kickv1alpha1.PhaseExecuting
-		return ctrl.Result{RequeueAfter: time.Second}
+		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
+	st.ChangedSource = changedSource(a)
 	stamp, value := s.handle.Stamp(s.now, a.Latest.Latest)
+	if p := a.Selection.Policy; s.r.Budget.Applies(p) {
+		v, err := s.r.Budget.Acquire(ctx, budget.Ask{Request: s.kr, Policy: p, Change: a.Latest.Latest, Stamp: value})
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !v.Granted {
+			s.waitForSlot(v.Message)
+			return ctrl.Result{RequeueAfter: budget.WaitPoll}, nil
+		}
+		s.slot = true
+	}
 	s.restartStamp = value
 	startedAt := metav1.NewMicroTime(stamp)
 	st.CurrentRollout = &kickv1alpha1.RolloutMarker{StartedAt: &startedAt, RestartedAt: s.restartStamp}
@@ -426,5 +481,5 @@ func (s *step) evaluate() ctrl.Result {
 	s.emit(false, "KickStarted", fmt.Sprintf("restarting %s%s: %s", s.targetRef(), s.through(), a.VerdictMessage))
 	s.r.Metrics.restart(st.Provider, "started")
 	s.r.Metrics.observeLatency(s.now.Sub(a.Latest.Latest))
-	return ctrl.Result{RequeueAfter: s.r.RolloutTimeout}
+	return ctrl.Result{RequeueAfter: s.r.RolloutTimeout}, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -19,6 +20,7 @@ import (
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/gitops"
+	"github.com/kick-operator/kick/restart/budget"
 	"github.com/kick-operator/kick/restart/discovery"
 	"github.com/kick-operator/kick/restart/inflight"
 	"github.com/kick-operator/kick/restart/tracing"
@@ -63,6 +65,9 @@ type Options struct {
 	// waits for its workload's before it patches. The source observer must
 	// share them.
 	Records *inflight.Records
+	// MaxConcurrentRestarts caps the restarts in progress across the
+	// cluster (--max-concurrent-restarts); 0 means no cap.
+	MaxConcurrentRestarts int
 }
 
 // SetupWithManager registers the indexes, the KickRequest controller and
@@ -70,6 +75,9 @@ type Options struct {
 // blocking queue so no change is ever dropped.
 func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := RegisterIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	if err := budget.RegisterIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
 	if opts.Now == nil {
@@ -98,6 +106,21 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		Records:        opts.Records,
 		mem:            newMemory(),
 	}
+	r.Budget = &budget.Budget{
+		Client:         mgr.GetClient(),
+		APIReader:      mgr.GetAPIReader(),
+		Kinds:          opts.Kinds,
+		ClusterLimit:   opts.MaxConcurrentRestarts,
+		RolloutTimeout: opts.RolloutTimeout,
+		Now:            opts.Now,
+		Wake: func(req types.NamespacedName) {
+			obj := &kickv1alpha1.KickRequest{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}}
+			select {
+			case wake <- event.GenericEvent{Object: obj}:
+			default: // full: the request asks again within budget.WaitPoll
+			}
+		},
+	}
 	toRequests := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
 		return requestsFor(ctx, mgr.GetClient(), opts.Kinds, obj)
 	})
@@ -122,6 +145,9 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		For(&kickv1alpha1.KickRequest{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&kickv1alpha1.KickPolicy{}, toNamespaceRequests).
+		// A halt that starts holds the open requests of its namespace; one
+		// that is released or ends lets them go.
+		Watches(&kickv1alpha1.KickRequest{}, toNamespaceRequests, builder.WithPredicates(haltChanged())).
 		Watches(&kickv1alpha1.SourceObservation{}, toConsumerRequests).
 		WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)})
@@ -160,6 +186,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		Tracer:    opts.Tracer,
 		Records:   opts.Records,
 		Retention: opts.Retention,
+		Budget:    r.Budget,
 		mem:       r.mem,
 	}
 	driver.identifying.gauge = opts.Metrics.undatedRollouts

@@ -91,6 +91,20 @@ func (s *step) block(d gitops.Decision, stage assess.Stage) {
 	s.kr.Status.Phase = phase
 }
 
+// waitForSlot holds the restart until the budget grants it a slot. A
+// request already waiting keeps the message it started waiting with:
+// rewriting every waiting request's status whenever a count moves would
+// multiply KICK's writes during a fan-out (kubectl kick explain gives the
+// counts of the moment).
+func (s *step) waitForSlot(message string) {
+	s.a.Gate = s.a.Gate.WithBudget(&assess.Budget{Message: message})
+	d := s.a.Gate.Decision()
+	if g := s.kr.Status.Gate; g != nil && g.Reason == kickv1alpha1.GateRestartBudget {
+		d.Message = g.Message
+	}
+	s.block(d, s.a.Gate.Stage)
+}
+
 func blockEventReason(r kickv1alpha1.GateReason) string {
 	switch r {
 	case kickv1alpha1.GateOutsideSchedule:
@@ -103,6 +117,8 @@ func blockEventReason(r kickv1alpha1.GateReason) string {
 		return "WaitingForGitOpsSync"
 	case kickv1alpha1.GateSettling:
 		return "Settling"
+	case kickv1alpha1.GateRestartBudget:
+		return "WaitingForRestartSlot"
 	}
 	return "WaitingForGate"
 }

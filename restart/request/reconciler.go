@@ -198,9 +198,9 @@ type step struct {
 	restartStamp string
 	// slot: the restart took a slot of the budget; the request records it
 	// before the patch.
-	slot    bool
-	deleted bool
-	reopened     bool
+	slot     bool
+	deleted  bool
+	reopened bool
 	// adopted: the rollout followed is the one the driver started.
 	adopted bool
 	// waitForDriver: this process's driver is patching the target now;

@@ -71,6 +71,19 @@ const (
 	GateRolloutHalted GateReason = "RolloutHalted"
 )
 
+// WaitingReasons lists every reason that holds a restart back in a waiting
+// phase (every value but Allowed and NotSelected, which fails the request
+// instead), in the order the gate's stages come.
+func WaitingReasons() []GateReason {
+	return []GateReason{
+		GateSuspended, GateSettling, GateOutsideSchedule, GateConfigurationError, GateMinIntervalNotElapsed,
+		GateRolloutHalted, GateAmbiguousPolicy,
+		GateOwnerUnknown, GateAmbiguousOwner, GateOwnerOutOfSync, GateOwnerReconciling, GateOwnerSuspended,
+		GatePromotionRunning, GateProjectUnknown, GateProviderUnavailable,
+		GateRestartBudget,
+	}
+}
+
 // Blocks reports whether the reason holds a restart back.
 func (r GateReason) Blocks() bool { return r != GateAllowed }
 

@@ -16,16 +16,19 @@ import (
 //	Executing                  RestartStarted
 //	WaitingForRollout          RolloutInProgress
 //	WaitingForGate, WaitingForOwner, WaitingForApplicationSync:
-//	                           the gate reason holding the restart back: OutsideSchedule,
-//	                           MinIntervalNotElapsed, Suspended, AmbiguousPolicy,
-//	                           ConfigurationError, OwnerUnknown, AmbiguousOwner, OwnerOutOfSync,
-//	                           OwnerReconciling, OwnerSuspended, PromotionRunning,
-//	                           ProjectUnknown, ProviderUnavailable; Waiting if it is not known
+//	                           the gate reason holding the restart back, one of
+//	                           kickv1alpha1.WaitingReasons(): Suspended, Settling,
+//	                           OutsideSchedule, ConfigurationError, MinIntervalNotElapsed,
+//	                           RolloutHalted, AmbiguousPolicy, OwnerUnknown, AmbiguousOwner,
+//	                           OwnerOutOfSync, OwnerReconciling, OwnerSuspended,
+//	                           PromotionRunning, ProjectUnknown, ProviderUnavailable,
+//	                           RestartBudget; Waiting if it is not known
 //	Succeeded                  RestartCompleted
 //	NoLongerRequired           UpToDate (the running rollout already has every change), or
 //	                           Coalesced (another open request for the workload took the change)
 //	DryRun                     DryRun
-//	Failed                     RolloutTimeout, TargetNotFound, UnsupportedTarget, NotSelected,
+//	Failed                     RolloutTimeout, ProgressDeadlineExceeded, TargetNotFound,
+//	                           UnsupportedTarget, NotSelected,
 //	                           or RestartFailed when the cause is not known
 //
 // A phase outside this table (none today) gives Unknown.
@@ -42,46 +45,37 @@ const (
 	ReasonCoalesced         = "Coalesced"
 	ReasonDryRun            = "DryRun"
 	ReasonRolloutTimeout    = "RolloutTimeout"
-	ReasonTargetNotFound    = "TargetNotFound"
-	ReasonUnsupportedTarget = "UnsupportedTarget"
-	ReasonNotSelected       = "NotSelected"
-	ReasonRestartFailed     = "RestartFailed"
-	ReasonUnknown           = "Unknown"
+	// ReasonProgressDeadlineExceeded: the restart's rollout stopped making
+	// progress; the rest of its fan-out is halted.
+	ReasonProgressDeadlineExceeded = kickv1alpha1.ReasonProgressDeadlineExceeded
+	ReasonTargetNotFound           = "TargetNotFound"
+	ReasonUnsupportedTarget        = "UnsupportedTarget"
+	ReasonNotSelected              = "NotSelected"
+	ReasonRestartFailed            = "RestartFailed"
+	ReasonUnknown                  = "Unknown"
 )
 
 // gateReasons are the gate reasons that hold a restart back in a waiting phase and are passed
-// through as the payload reason.
-var gateReasons = map[string]bool{
-	string(kickv1alpha1.GateOutsideSchedule):       true,
-	string(kickv1alpha1.GateMinIntervalNotElapsed): true,
-	string(kickv1alpha1.GateSuspended):             true,
-	string(kickv1alpha1.GateAmbiguousPolicy):       true,
-	string(kickv1alpha1.GateConfigurationError):    true,
-	string(kickv1alpha1.GateOwnerUnknown):          true,
-	string(kickv1alpha1.GateAmbiguousOwner):        true,
-	string(kickv1alpha1.GateOwnerOutOfSync):        true,
-	string(kickv1alpha1.GateOwnerReconciling):      true,
-	string(kickv1alpha1.GateOwnerSuspended):        true,
-	string(kickv1alpha1.GatePromotionRunning):      true,
-	string(kickv1alpha1.GateProjectUnknown):        true,
-	string(kickv1alpha1.GateProviderUnavailable):   true,
-}
+// through as the payload reason: every one the API defines.
+var gateReasons = func() map[string]bool {
+	m := map[string]bool{}
+	for _, r := range kickv1alpha1.WaitingReasons() {
+		m[string(r)] = true
+	}
+	return m
+}()
 
 // Reasons lists every value the "reason" payload field can take, for documentation and tests.
 func Reasons() []string {
-	return []string{
-		ReasonRequested, ReasonRestartStarted, ReasonRolloutInProgress,
-		string(kickv1alpha1.GateOutsideSchedule), string(kickv1alpha1.GateMinIntervalNotElapsed),
-		string(kickv1alpha1.GateSuspended), string(kickv1alpha1.GateAmbiguousPolicy),
-		string(kickv1alpha1.GateConfigurationError), string(kickv1alpha1.GateOwnerUnknown),
-		string(kickv1alpha1.GateAmbiguousOwner), string(kickv1alpha1.GateOwnerOutOfSync),
-		string(kickv1alpha1.GateOwnerReconciling), string(kickv1alpha1.GateOwnerSuspended),
-		string(kickv1alpha1.GatePromotionRunning), string(kickv1alpha1.GateProjectUnknown),
-		string(kickv1alpha1.GateProviderUnavailable), ReasonWaiting,
-		ReasonRestartCompleted, ReasonUpToDate, ReasonCoalesced, ReasonDryRun,
-		ReasonRolloutTimeout, ReasonTargetNotFound, ReasonUnsupportedTarget, ReasonNotSelected,
-		ReasonRestartFailed, ReasonUnknown, ReasonAllowed,
+	out := []string{ReasonRequested, ReasonRestartStarted, ReasonRolloutInProgress}
+	for _, r := range kickv1alpha1.WaitingReasons() {
+		out = append(out, string(r))
 	}
+	return append(out, ReasonWaiting,
+		ReasonRestartCompleted, ReasonUpToDate, ReasonCoalesced, ReasonDryRun,
+		ReasonRolloutTimeout, ReasonProgressDeadlineExceeded, ReasonTargetNotFound, ReasonUnsupportedTarget, ReasonNotSelected,
+		ReasonRestartFailed, ReasonUnknown, ReasonAllowed,
+	)
 }
 
 // outcomeOf returns why a terminal phase was reached (the reason and message of the request's
@@ -140,6 +134,8 @@ func describe(ev router.PhaseChanged, outcome, outcomeMessage string) descriptio
 		switch outcome {
 		case ReasonRolloutTimeout:
 			d.Reason, d.Sentence = outcome, "The rollout of "+target+" did not complete in time"
+		case ReasonProgressDeadlineExceeded:
+			d.Reason, d.Sentence = outcome, "The rollout of "+target+" stopped making progress"
 		case ReasonTargetNotFound:
 			d.Reason, d.Sentence = outcome, target+" was not found"
 		case ReasonUnsupportedTarget:

@@ -146,6 +146,19 @@ type RolloutMarker struct {
 	ReplicaSet string `json:"replicaSet,omitempty"`
 }
 
+// SourceChange is one recorded change of a Secret or ConfigMap.
+type SourceChange struct {
+	// Kind is Secret or ConfigMap.
+	Kind SourceKind `json:"kind"`
+	// Name is the source's name, in the request's namespace.
+	Name string `json:"name"`
+	// ChangedAt is the change's time as its observation record has it.
+	ChangedAt NanoTime `json:"changedAt"`
+}
+
+// String is "Kind/name".
+func (c *SourceChange) String() string { return string(c.Kind) + "/" + c.Name }
+
 // KickRequestStatus is written by the request controller.
 type KickRequestStatus struct {
 	// ObservedGeneration is the spec generation this status describes.
@@ -180,12 +193,12 @@ type KickRequestStatus struct {
 	// +optional
 	LatestObservedDependencyChange *metav1.MicroTime `json:"latestObservedDependencyChange,omitempty"`
 
-	// ChangedSource names the Secret or ConfigMap ("Secret/web-tls") whose
-	// change the last restart answered, when one source's change was the
-	// newest. If that restart fails its rollout, the other restarts for the
-	// same change of that source are held (gate reason RolloutHalted).
+	// RestartedFor is the newest change of a Secret or ConfigMap the last
+	// restart answered. If that restart fails its rollout, the other
+	// restarts that would bring in the same change of that source are held
+	// (gate reason RolloutHalted) until it changes again.
 	// +optional
-	ChangedSource string `json:"changedSource,omitempty"`
+	RestartedFor *SourceChange `json:"restartedFor,omitempty"`
 
 	// CurrentRollout is the rollout this request started and is following.
 	// +optional

@@ -257,3 +257,21 @@ func (a *Assessment) Reopen(kr *kickv1alpha1.KickRequest) ReopenVerdict {
 	}
 	return ReopenVerdict{Reopen: true, Reason: kickv1alpha1.ReasonNewChange, Message: "a newer change reopened the request"}
 }
+
+// NewestSourceChange returns the in-scope Secret or ConfigMap with the
+// newest recorded change: what a restart now would bring in last, and what
+// a failed restart halts.
+func (a *Assessment) NewestSourceChange() (DependencyResult, bool) {
+	var newest DependencyResult
+	found := false
+	for _, d := range a.Dependencies {
+		if d.Scope != ScopeIn || d.Change.IsZero() ||
+			d.Kind != string(kickv1alpha1.SourceSecret) && d.Kind != string(kickv1alpha1.SourceConfigMap) {
+			continue
+		}
+		if !found || d.Change.Latest.After(newest.Change.Latest) {
+			newest, found = d, true
+		}
+	}
+	return newest, found
+}

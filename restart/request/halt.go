@@ -3,7 +3,6 @@ package request
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,7 +30,7 @@ const HaltIndex = "kick.corewire.io/halt"
 // answered: its restart failed its rollout, it names the source whose
 // change it answered, and no one released it.
 func halting(kr *kickv1alpha1.KickRequest) bool {
-	if kr.Status.Phase != kickv1alpha1.PhaseFailed || kr.Status.ChangedSource == "" || kr.Status.LatestObservedDependencyChange == nil {
+	if kr.Status.Phase != kickv1alpha1.PhaseFailed || kr.Status.RestartedFor == nil {
 		return false
 	}
 	if _, released := kr.Annotations[kickv1alpha1.ReleaseHaltAnnotation]; released {
@@ -70,8 +69,8 @@ func halts(ctx context.Context, c client.Reader, namespace string) ([]assess.Hal
 			reason = c.Reason
 		}
 		out = append(out, assess.Halt{
-			Source:   kr.Status.ChangedSource,
-			Change:   kr.Status.LatestObservedDependencyChange.Time,
+			Source:   kr.Status.RestartedFor.String(),
+			Change:   kr.Status.RestartedFor.ChangedAt.Time,
 			Workload: string(kr.Spec.TargetRef.Kind) + " " + kr.Spec.TargetRef.Name,
 			Request:  kr.Name,
 			Reason:   reason,
@@ -98,22 +97,22 @@ func isHalt(obj client.Object) bool {
 	return ok && halting(kr)
 }
 
-// changedSource names the source the assessment's Λ comes from
-// ("Secret/web-tls"); "" when Λ is a request's or an event's own change.
-func changedSource(a *assess.Assessment) string {
-	kind, _, _ := strings.Cut(a.LatestFrom, "/")
-	switch kind {
-	case string(kickv1alpha1.SourceSecret), string(kickv1alpha1.SourceConfigMap):
-		return a.LatestFrom
+// restartedFor is the newest source change a restart now brings in; nil
+// when no Secret or ConfigMap change is recorded (a person's request).
+func restartedFor(a *assess.Assessment) *kickv1alpha1.SourceChange {
+	d, ok := a.NewestSourceChange()
+	if !ok {
+		return nil
 	}
-	return ""
+	return &kickv1alpha1.SourceChange{Kind: kickv1alpha1.SourceKind(d.Kind), Name: d.Name, ChangedAt: kickv1alpha1.NewNanoTime(d.Change.Latest)}
 }
 
 // haltHeld counts the other consumers of the halted source whose running
 // pods do not carry the halted change: the restarts the halt holds.
 func haltHeld(ctx context.Context, c client.Reader, kinds *workload.Registry, kr *kickv1alpha1.KickRequest) int {
-	kind, name, _ := strings.Cut(kr.Status.ChangedSource, "/")
-	change := freshness.At(kr.Status.LatestObservedDependencyChange.Time)
+	src := kr.Status.RestartedFor
+	kind, name := string(src.Kind), src.Name
+	change := freshness.At(src.ChangedAt.Time)
 	held := 0
 	for _, list := range kinds.Lists() {
 		if err := c.List(ctx, list, client.InNamespace(kr.Namespace),
@@ -138,7 +137,7 @@ func haltHeld(ctx context.Context, c client.Reader, kinds *workload.Registry, kr
 func (s *step) failRollout(ctx context.Context, reason, message string) ctrl.Result {
 	s.r.Metrics.restart(s.kr.Status.Provider, "failed")
 	res := s.fail(reason, message)
-	if src := s.kr.Status.ChangedSource; src != "" && s.kr.Status.LatestObservedDependencyChange != nil {
+	if src := s.kr.Status.RestartedFor; src != nil {
 		held := haltHeld(ctx, s.r.Client, s.r.Kinds, s.kr)
 		s.notice = &eventSpec{warning: true, reason: "RolloutHalted", message: fmt.Sprintf(
 			"%s: halted after %s failed its rollout; %d restarts held until %s changes again or the halt is released (kubectl annotate kickrequest %s %s=true)",
@@ -153,9 +152,10 @@ func (s *step) holdsHalt() bool {
 	if !halting(s.kr) {
 		return false
 	}
-	halted := s.kr.Status.LatestObservedDependencyChange.Time
+	src := s.kr.Status.RestartedFor
+	halted := src.ChangedAt.Time
 	for _, d := range s.a.Dependencies {
-		if d.Kind+"/"+d.Name == s.kr.Status.ChangedSource {
+		if d.Kind+"/"+d.Name == src.String() {
 			return !d.Change.Latest.After(halted)
 		}
 	}

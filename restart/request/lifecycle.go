@@ -131,7 +131,7 @@ func (s *step) followDriverRestart() time.Duration {
 	s.setGate(d, "")
 	started := metav1.NewMicroTime(stamp)
 	st.CurrentRollout = &kickv1alpha1.RolloutMarker{StartedAt: &started, RestartedAt: value}
-	st.ChangedSource = changedSource(&s.a)
+	st.RestartedFor = restartedFor(&s.a)
 	st.LastRestartTime = &started
 	st.RestartCount++
 	st.Phase = kickv1alpha1.PhaseExecuting

@@ -448,7 +448,7 @@ func (s *step) evaluate(ctx context.Context) (ctrl.Result, error) {
 		started := metav1.NewMicroTime(pending)
 		_, value := s.handle.Stamp(pending, time.Time{})
 		st.CurrentRollout = &kickv1alpha1.RolloutMarker{StartedAt: &started, RestartedAt: value}
-		st.ChangedSource = changedSource(a)
+		st.RestartedFor = restartedFor(a)
 		if microTime(st.LastRestartTime).Before(started.Time) {
 			// A restart this request has not recorded yet (the driver's,
 			// whose reopen has not reached the cache): it counts.
@@ -458,7 +458,7 @@ func (s *step) evaluate(ctx context.Context) (ctrl.Result, error) {
 		st.Phase = kickv1alpha1.PhaseExecuting
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
-	st.ChangedSource = changedSource(a)
+	st.RestartedFor = restartedFor(a)
 	stamp, value := s.handle.Stamp(s.now, a.Latest.Latest)
 	if p := a.Selection.Policy; s.r.Budget.Applies(p) {
 		v, err := s.r.Budget.Acquire(ctx, budget.Ask{Request: s.kr, Policy: p, Change: a.Latest.Latest, Stamp: value})

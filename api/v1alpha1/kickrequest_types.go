@@ -159,6 +159,25 @@ type SourceChange struct {
 // String is "Kind/name".
 func (c *SourceChange) String() string { return string(c.Kind) + "/" + c.Name }
 
+// HaltsFanOut reports whether the request halts the fan-out of the change
+// it answered: its restart failed its rollout (ProgressDeadlineExceeded or
+// RolloutTimeout), it restarted for a source's change, and no one released
+// it with the ReleaseHaltAnnotation.
+func (kr *KickRequest) HaltsFanOut() bool {
+	if kr.Status.Phase != PhaseFailed || kr.Status.RestartedFor == nil {
+		return false
+	}
+	if _, released := kr.Annotations[ReleaseHaltAnnotation]; released {
+		return false
+	}
+	for _, c := range kr.Status.Conditions {
+		if c.Type == ConditionCompleted {
+			return c.Reason == ReasonProgressDeadlineExceeded || c.Reason == ReasonRolloutTimeout
+		}
+	}
+	return false
+}
+
 // KickRequestStatus is written by the request controller.
 type KickRequestStatus struct {
 	// ObservedGeneration is the spec generation this status describes.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -77,7 +78,8 @@ type changeResult struct {
 
 type gateResult struct {
 	// Reason is Allowed, the first reason holding a restart back (in the
-	// manager's order: suspend, settle, schedule, minInterval, GitOps), or
+	// manager's order: suspend, settle, schedule, minInterval, halt, GitOps,
+	// budget), or
 	// "Unknown" when only the manager can tell (the GitOps stage).
 	Reason string `json:"reason"`
 	// Stage is the gate that holds the restart back; empty when allowed.
@@ -88,6 +90,8 @@ type gateResult struct {
 	Schedule    scheduleResult    `json:"schedule"`
 	GitOps      gitOpsResult      `json:"gitOps"`
 	MinInterval minIntervalResult `json:"minInterval"`
+	Halt        stageResult       `json:"halt"`
+	Budget      stageResult       `json:"budget"`
 	DryRun      bool              `json:"dryRun"`
 }
 
@@ -198,6 +202,8 @@ func (f *facts) assessFacts(kr *kickv1alpha1.KickRequest) assess.Facts {
 		RolloutErr: f.rolloutErr,
 		Request:    kr,
 		GitOps:     recordedGitOps(kr),
+		Halts:      f.halts,
+		Budget:     recordedBudget(kr),
 	}
 	if f.workload != nil {
 		af.Target.Labels = f.workload.GetLabels()
@@ -232,6 +238,17 @@ func recordedGitOps(kr *kickv1alpha1.KickRequest) *gitops.Decision {
 		d.RequeueAt = g.RequeueAt.Time
 	}
 	return d
+}
+
+// recordedBudget is the restart budget's answer the manager recorded on
+// the open request while it waits for a slot; nil otherwise (explain cannot
+// count the cluster's restarts itself, so the stage shows open and says
+// the manager decides).
+func recordedBudget(kr *kickv1alpha1.KickRequest) *assess.Budget {
+	if kr == nil || kr.Status.Phase.IsTerminal() || kr.Status.Gate == nil || kr.Status.Gate.Reason != kickv1alpha1.GateRestartBudget {
+		return nil
+	}
+	return &assess.Budget{Message: strings.TrimPrefix(kr.Status.Gate.Message, "waiting for a restart slot: ")}
 }
 
 // gitOpsOnlyReason reports whether only the GitOps stage gives a reason:
@@ -327,6 +344,17 @@ func describeGate(g assess.Gate, p *kickv1alpha1.KickPolicy, recorded *gitops.De
 	}
 	if s, ok := g.StageResult(assess.StageMinInterval); ok {
 		out.MinInterval.Elapsed = s.Open
+	}
+	if s, ok := g.StageResult(assess.StageHalt); ok {
+		out.Halt = stageResult{Open: s.Open, Reason: blocking(s), Message: s.Message}
+	}
+	if s, ok := g.StageResult(assess.StageBudget); ok {
+		out.Budget = stageResult{Open: s.Open, Reason: blocking(s), Message: s.Message}
+		if limit, capped := p.Spec.MaxConcurrentRestarts(int(p.Status.MatchedWorkloads)); s.Open && capped {
+			out.Budget.Message = fmt.Sprintf("restart.maxConcurrent %d: the manager counts the restarts in progress when this one would start", limit)
+		} else if s.Open {
+			out.Budget.Message = "no restart.maxConcurrent on the policy; the manager's --max-concurrent-restarts, if set, applies when the restart would start"
+		}
 	}
 	return out
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/restart/assess"
 	"github.com/kick-operator/kick/restart/discovery"
 	"github.com/kick-operator/kick/restart/freshness"
 )
@@ -107,8 +108,10 @@ type facts struct {
 	rolloutErr error
 	policies   []kickv1alpha1.KickPolicy
 	deps       []depFacts
-	// requests are the KickRequests whose target is the workload.
+	// requests are the KickRequests whose target is the workload; halts
+	// the namespace's failed restarts that halt a fan-out.
 	requests    []kickv1alpha1.KickRequest
+	halts       []assess.Halt
 	requestsErr error
 }
 
@@ -157,7 +160,7 @@ func (s *session) gather(ctx context.Context, kind kickv1alpha1.TargetKind, name
 		}
 		f.deps = append(f.deps, df)
 	}
-	f.requests, f.requestsErr = s.requestsFor(ctx, kind, name)
+	f.requests, f.halts, f.requestsErr = s.requestsAndHalts(ctx, kind, name)
 	return f, nil
 }
 
@@ -224,6 +227,14 @@ func (s *session) inspect(ctx context.Context, w client.Object) (freshness.Rollo
 // requestsFor returns the KickRequests of a target: a list filtered by
 // target, or, when listing is not allowed, the request KICK would name.
 func (s *session) requestsFor(ctx context.Context, kind kickv1alpha1.TargetKind, name string) ([]kickv1alpha1.KickRequest, error) {
+	requests, _, err := s.requestsAndHalts(ctx, kind, name)
+	return requests, err
+}
+
+// requestsAndHalts is requestsFor, with the failed restarts of the
+// namespace that halt a fan-out (none when the caller may not list
+// requests).
+func (s *session) requestsAndHalts(ctx context.Context, kind kickv1alpha1.TargetKind, name string) ([]kickv1alpha1.KickRequest, []assess.Halt, error) {
 	var list kickv1alpha1.KickRequestList
 	err := s.client.List(ctx, &list, client.InNamespace(s.namespace))
 	if err == nil {
@@ -233,22 +244,22 @@ func (s *session) requestsFor(ctx context.Context, kind kickv1alpha1.TargetKind,
 				out = append(out, kr)
 			}
 		}
-		return out, nil
+		return out, assess.HaltsOf(list.Items), nil
 	}
 	if !apierrors.IsForbidden(err) {
-		return nil, readError("list", requestsResource, s.namespace, err)
+		return nil, nil, readError("list", requestsResource, s.namespace, err)
 	}
 	var kr kickv1alpha1.KickRequest
 	if gerr := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: kickv1alpha1.RequestName(kind, name)}, &kr); gerr != nil {
 		if apierrors.IsNotFound(gerr) && !isMissingResource(gerr) {
-			return nil, nil
+			return nil, nil, nil
 		}
-		return nil, readError("list", requestsResource, s.namespace, err)
+		return nil, nil, readError("list", requestsResource, s.namespace, err)
 	}
 	if kr.Spec.TargetRef.Kind != kind || kr.Spec.TargetRef.Name != name {
-		return nil, nil // the name is taken by a request for another target
+		return nil, nil, nil // the name is taken by a request for another target
 	}
-	return []kickv1alpha1.KickRequest{kr}, nil
+	return []kickv1alpha1.KickRequest{kr}, nil, nil
 }
 
 // notFoundError reports a missing workload.

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
@@ -427,4 +428,56 @@ func TestNotReopenedOutput(t *testing.T) {
 
 func forbidden() error {
 	return apierrors.NewForbidden(schema.GroupResource{Group: "kick.corewire.io", Resource: "sourceobservations"}, "x", errors.New("not allowed"))
+}
+
+// Explain shows every gate stage in the manager's order, the settle stage
+// and the fan-out's halt and budget included, each with its own reason.
+func TestExplainShowsSettleHaltAndBudget(t *testing.T) {
+	s := newScene()
+	s.relevantChange(t0.Add(time.Minute))
+	s.policies[0].Spec.Restart = &kickv1alpha1.RestartSpec{MaxConcurrent: ptr.To(intstr.FromInt32(5))}
+	out := explainText(t, analyze(s.facts()))
+	for _, want := range []string{
+		"settle:", "halt:         open: no failed restart halts",
+		"budget:       open: restart.maxConcurrent 5: the manager counts",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	order := []string{"suspend:", "settle:", "schedule:", "minInterval:", "halt:", "gitOps:", "budget:"}
+	last := -1
+	for _, label := range order {
+		at := strings.Index(out, "  "+label)
+		if at < last {
+			t.Errorf("stage %s out of the manager's order:\n%s", label, out)
+		}
+		last = at
+	}
+
+	// A failed restart of the same change of Secret db halts this one.
+	f := s.facts()
+	f.halts = []assess.Halt{{Source: "Secret/db", Change: t0.Add(time.Minute), Workload: "Deployment shop/api", Request: "deployment-api", Reason: kickv1alpha1.ReasonProgressDeadlineExceeded}}
+	e := analyze(f)
+	if e.Gate.Reason != string(kickv1alpha1.GateRolloutHalted) || e.Gate.Stage != string(assess.StageHalt) {
+		t.Errorf("gate %s at stage %s, want RolloutHalted at Halt", e.Gate.Reason, e.Gate.Stage)
+	}
+	if out := explainText(t, e); !strings.Contains(out, "halt:         closed: waiting for RolloutHalted (Secret/db: halted after Deployment shop/api failed its rollout") {
+		t.Errorf("the halt is not shown:\n%s", out)
+	}
+
+	// The manager's recorded wait for a slot shows as the budget stage.
+	kr := kickv1alpha1.KickRequest{ObjectMeta: metav1.ObjectMeta{Name: "deployment-web", CreationTimestamp: metav1.NewTime(t0)}}
+	kr.Spec.TargetRef = kickv1alpha1.TargetRef{Kind: kickv1alpha1.TargetDeployment, Name: "web"}
+	kr.Status.Phase = kickv1alpha1.PhaseWaitingForGate
+	kr.Status.Gate = &kickv1alpha1.GateStatus{Reason: kickv1alpha1.GateRestartBudget, Stage: string(assess.StageBudget),
+		Message: "waiting for a restart slot: 5 of 5 restarts of KickPolicy web-only in progress (restart.maxConcurrent); 37 waiting"}
+	s.requests = []kickv1alpha1.KickRequest{kr}
+	e = analyze(s.facts())
+	if e.Gate.Reason != string(kickv1alpha1.GateRestartBudget) {
+		t.Errorf("gate %s, want RestartBudget", e.Gate.Reason)
+	}
+	if out := explainText(t, e); !strings.Contains(out, "budget:       closed: waiting for RestartBudget (waiting for a restart slot: 5 of 5 restarts of KickPolicy web-only in progress (restart.maxConcurrent); 37 waiting)") {
+		t.Errorf("the budget wait is not shown:\n%s", out)
+	}
 }

@@ -62,9 +62,12 @@ func printExplanation(out io.Writer, e *explanation) {
 		} else {
 			sub("suspend", "no")
 		}
+		sub("settle", "%s", stageText(g.Settle))
 		sub("schedule", "%s", scheduleText(g.Schedule))
-		sub("gitOps", "%s", gitOpsText(g.GitOps))
 		sub("minInterval", "%s", minIntervalText(g.MinInterval))
+		sub("halt", "%s", stageText(g.Halt))
+		sub("gitOps", "%s", gitOpsText(g.GitOps))
+		sub("budget", "%s", stageText(g.Budget))
 		if g.DryRun {
 			sub("dryRun", "yes: KICK records phase DryRun and patches nothing")
 		} else {
@@ -169,6 +172,18 @@ func verdictText(v string) string {
 		return "rollout in progress"
 	}
 	return "cannot assess"
+}
+
+// stageText is one gate stage's answer: open, or the reason it waits for.
+func stageText(s stageResult) string {
+	if s.Open {
+		return "open: " + s.Message
+	}
+	w := "closed: waiting for " + s.Reason
+	if s.Next != nil {
+		w += " until " + formatTime(*s.Next)
+	}
+	return w + " (" + s.Message + ")"
 }
 
 func scheduleText(s scheduleResult) string {

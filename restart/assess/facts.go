@@ -106,3 +106,23 @@ type Dependency struct {
 	// RecordErr is set when the record could not be read.
 	RecordErr error
 }
+
+// HaltsOf returns the halts among a namespace's requests.
+func HaltsOf(requests []kickv1alpha1.KickRequest) []Halt {
+	var out []Halt
+	for i := range requests {
+		kr := &requests[i]
+		if !kr.HaltsFanOut() {
+			continue
+		}
+		h := Halt{Source: kr.Status.RestartedFor.String(), Change: kr.Status.RestartedFor.ChangedAt.Time,
+			Workload: string(kr.Spec.TargetRef.Kind) + " " + kr.Namespace + "/" + kr.Spec.TargetRef.Name, Request: kr.Name}
+		for _, c := range kr.Status.Conditions {
+			if c.Type == kickv1alpha1.ConditionCompleted {
+				h.Reason = c.Reason
+			}
+		}
+		out = append(out, h)
+	}
+	return out
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -27,24 +26,8 @@ import (
 const HaltIndex = "kick.corewire.io/halt"
 
 // halting reports whether a request halts the fan-out of the change it
-// answered: its restart failed its rollout, it names the source whose
-// change it answered, and no one released it.
-func halting(kr *kickv1alpha1.KickRequest) bool {
-	if kr.Status.Phase != kickv1alpha1.PhaseFailed || kr.Status.RestartedFor == nil {
-		return false
-	}
-	if _, released := kr.Annotations[kickv1alpha1.ReleaseHaltAnnotation]; released {
-		return false
-	}
-	c := meta.FindStatusCondition(kr.Status.Conditions, kickv1alpha1.ConditionCompleted)
-	return c != nil && rolloutFailure(c.Reason)
-}
-
-// rolloutFailure reports whether a request's end reason is a failed
-// rollout of its restart.
-func rolloutFailure(reason string) bool {
-	return reason == kickv1alpha1.ReasonProgressDeadlineExceeded || reason == kickv1alpha1.ReasonRolloutTimeout
-}
+// answered (see KickRequest.HaltsFanOut).
+func halting(kr *kickv1alpha1.KickRequest) bool { return kr.HaltsFanOut() }
 
 func registerHaltIndex(ctx context.Context, indexer client.FieldIndexer) error {
 	return indexer.IndexField(ctx, &kickv1alpha1.KickRequest{}, HaltIndex, func(obj client.Object) []string {
@@ -61,22 +44,7 @@ func halts(ctx context.Context, c client.Reader, namespace string) ([]assess.Hal
 	if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{HaltIndex: "true"}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list the failed restarts of namespace %s: %w", namespace, err)
 	}
-	var out []assess.Halt
-	for i := range list.Items {
-		kr := &list.Items[i]
-		reason := ""
-		if c := meta.FindStatusCondition(kr.Status.Conditions, kickv1alpha1.ConditionCompleted); c != nil {
-			reason = c.Reason
-		}
-		out = append(out, assess.Halt{
-			Source:   kr.Status.RestartedFor.String(),
-			Change:   kr.Status.RestartedFor.ChangedAt.Time,
-			Workload: string(kr.Spec.TargetRef.Kind) + " " + kr.Spec.TargetRef.Name,
-			Request:  kr.Name,
-			Reason:   reason,
-		})
-	}
-	return out, nil
+	return assess.HaltsOf(list.Items), nil
 }
 
 // haltChanged passes a request event that starts or ends a halt, so the

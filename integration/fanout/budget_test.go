@@ -95,10 +95,12 @@ restart: {maxConcurrent: 2, minInterval: 0s}`)
 	watch.WaitSettled(t, 3*time.Minute, 1, names...)
 	f.Barrier()
 
-	if peak, when := watch.Peak(); peak > 2 {
+	peak, when := watch.Peak()
+	t.Logf("peak: %d rollouts in progress at once (%s); restarts began in the order %v", peak, when, watch.Started())
+	if peak > 2 {
 		t.Errorf("%d rollouts were in progress at once (%s); restart.maxConcurrent is 2", peak, when)
-	} else if peak < 1 {
-		t.Errorf("no rollout was ever seen in progress")
+	} else if peak < 2 {
+		t.Errorf("at most %d rollout was seen in progress: the cap was never reached, so the test proves nothing", peak)
 	}
 	for _, key := range names {
 		if n := watch.Restarts()[key]; n != 1 {
@@ -146,6 +148,7 @@ restart: {minInterval: 0s}`)
 	}
 	order := watch.Started()
 	at := slices.Index(order, quietNames[0])
+	t.Logf("restarts began in the order %v", order)
 	if at < 0 || at > 3 {
 		t.Errorf("restart order %v: quiet's only restart came at position %d; busy had one restart running when quiet's change came, and may take at most two more turns first", order, at)
 	}

@@ -34,6 +34,7 @@ restart: {maxConcurrent: 2, minInterval: 0s}`)
 	watch.WaitSettled(t, 3*time.Minute, 1, names...)
 	f.Barrier()
 
+	t.Logf("restarts began in the order %v", watch.Started())
 	if peak, when := watch.Peak(); peak > 2 {
 		t.Errorf("%d rollouts were in progress at once (%s); restart.maxConcurrent is 2", peak, when)
 	}
@@ -71,6 +72,7 @@ restart: {maxConcurrent: 2, minInterval: 0s}`)
 	watch.WaitSettled(t, 3*time.Minute, 1, names...)
 	f.Barrier()
 
+	t.Logf("restarts began in the order %v", watch.Started())
 	if peak, when := watch.Peak(); peak > 2 {
 		t.Errorf("%d rollouts were in progress at once (%s); restart.maxConcurrent is 2", peak, when)
 	}

@@ -83,7 +83,12 @@ func waitHalted(t *testing.T, f *fixture.F, others int) *kickv1alpha1.KickReques
 		held := 0
 		var states []string
 		for _, kr := range f.Requests() {
-			states = append(states, fmt.Sprintf("%s=%s/%v", kr.Name, kr.Status.Phase, kr.Status.Gate))
+			gate := kickv1alpha1.GateReason("")
+			if kr.Status.Gate != nil {
+				gate = kr.Status.Gate.Reason
+			}
+			states = append(states, fmt.Sprintf("%s=%s/%s/%s %s", kr.Name, kr.Status.Phase, gate,
+				conditionReason(&kr, kickv1alpha1.ConditionCompleted), conditionMessage(&kr, kickv1alpha1.ConditionCompleted)))
 			switch {
 			case kr.Status.Phase == kickv1alpha1.PhaseFailed:
 				failed = kr.DeepCopy()
@@ -115,6 +120,15 @@ func waitHalted(t *testing.T, f *fixture.F, others int) *kickv1alpha1.KickReques
 		return false, fmt.Errorf("no RolloutHalted Event starting %q", want)
 	})
 	return failed
+}
+
+func conditionMessage(kr *kickv1alpha1.KickRequest, typ string) string {
+	for _, c := range kr.Status.Conditions {
+		if c.Type == typ {
+			return c.Message
+		}
+	}
+	return ""
 }
 
 func conditionReason(kr *kickv1alpha1.KickRequest, typ string) string {

@@ -2,6 +2,7 @@ package assess
 
 import (
 	"fmt"
+	"time"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/freshness"
@@ -259,13 +260,13 @@ func (a *Assessment) Reopen(kr *kickv1alpha1.KickRequest) ReopenVerdict {
 }
 
 // NewestSourceChange returns the in-scope Secret or ConfigMap with the
-// newest recorded change: what a restart now would bring in last, and what
-// a failed restart halts.
-func (a *Assessment) NewestSourceChange() (DependencyResult, bool) {
+// newest recorded change not after by (zero: any): what a restart at by
+// brought in last, and what it halts if it fails.
+func (a *Assessment) NewestSourceChange(by time.Time) (DependencyResult, bool) {
 	var newest DependencyResult
 	found := false
 	for _, d := range a.Dependencies {
-		if d.Scope != ScopeIn || d.Change.IsZero() ||
+		if d.Scope != ScopeIn || d.Change.IsZero() || !by.IsZero() && d.Change.Latest.After(by) ||
 			d.Kind != string(kickv1alpha1.SourceSecret) && d.Kind != string(kickv1alpha1.SourceConfigMap) {
 			continue
 		}

@@ -120,14 +120,30 @@ func (g Gate) settle(stages []StageResult) Gate {
 
 // WithBudget returns the gate with b as the restart budget's answer: the
 // manager asks for a slot only once every other stage is open.
-func (g Gate) WithBudget(b *Budget) Gate {
+func (g Gate) WithBudget(b *Budget) Gate { return g.with(budgetStage(b)) }
+
+// with returns the gate with r in place of its stage's answer.
+func (g Gate) with(r StageResult) Gate {
 	stages := slices.Clone(g.Stages)
 	for i := range stages {
-		if stages[i].Stage == StageBudget {
-			stages[i] = budgetStage(b)
+		if stages[i].Stage == r.Stage {
+			stages[i] = r
 		}
 	}
 	return g.settle(stages)
+}
+
+// HoldForHalts closes the halt stage when one of halts holds the
+// restart the assessment would make, reporting whether it did: a halt
+// decided after the facts were gathered still holds a restart that has
+// not started.
+func (a *Assessment) HoldForHalts(halts []Halt) bool {
+	r := haltStage(Facts{Halts: halts, Rollout: a.Rollout}, a.Dependencies)
+	if r.Open {
+		return false
+	}
+	a.Gate = a.Gate.with(r)
+	return true
 }
 
 func suspendStage(p *kickv1alpha1.KickPolicy) StageResult {
@@ -219,6 +235,9 @@ func gitOpsStage(p *kickv1alpha1.KickPolicy, d *gitops.Decision) StageResult {
 // failed restart answered (not a newer one, the fix), which the running
 // pods do not carry yet.
 func haltStage(f Facts, deps []DependencyResult) StageResult {
+	if len(f.Halts) == 0 {
+		return open(StageHalt, "no failed restart halts a change this workload would take")
+	}
 	for _, h := range f.Halts {
 		for _, d := range deps {
 			if d.Scope != ScopeIn || d.Change.IsZero() || d.Kind+"/"+d.Name != h.Source ||

@@ -73,6 +73,9 @@ type Budget struct {
 	// Wake asks the reconciler to look at a request again; it must not
 	// block.
 	Wake func(types.NamespacedName)
+	// Seen, when set, is handed the requests the live read at a new
+	// leader's first count returned (the halts among them count too).
+	Seen func([]kickv1alpha1.KickRequest)
 
 	mu        sync.Mutex
 	seeded    bool
@@ -227,6 +230,9 @@ func (b *Budget) seed(ctx context.Context, now time.Time) error {
 	}
 	if b.claims == nil {
 		b.claims = map[string]claim{}
+	}
+	if b.Seen != nil {
+		b.Seen(list.Items)
 	}
 	for i := range list.Items {
 		kr := &list.Items[i]

@@ -298,6 +298,9 @@ func (d *Driver) ensure(ctx context.Context, k WorkloadKey, handed handoff) erro
 		return err
 	}
 	f.Handed = handed.change
+	if d.mem != nil {
+		f.Halts = append(f.Halts, d.mem.halts.in(k.Namespace, f.Now)...)
+	}
 	a := assess.Assess(f)
 	if rolloutUnidentified(&a) {
 		if after, ok := d.identifying.wait(k, d.Now()); ok {

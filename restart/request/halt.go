@@ -3,6 +3,8 @@ package request
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,10 +67,11 @@ func isHalt(obj client.Object) bool {
 	return ok && halting(kr)
 }
 
-// restartedFor is the newest source change a restart now brings in; nil
-// when no Secret or ConfigMap change is recorded (a person's request).
-func restartedFor(a *assess.Assessment) *kickv1alpha1.SourceChange {
-	d, ok := a.NewestSourceChange()
+// restartedFor is the newest source change a restart at by brings in (zero:
+// now); nil when no Secret or ConfigMap change is recorded (a person's
+// request).
+func restartedFor(a *assess.Assessment, by time.Time) *kickv1alpha1.SourceChange {
+	d, ok := a.NewestSourceChange(by)
 	if !ok {
 		return nil
 	}
@@ -100,11 +103,18 @@ func haltHeld(ctx context.Context, c client.Reader, kinds *workload.Registry, kr
 	return held
 }
 
-// failRollout ends the request because its restart's rollout failed, and
-// says what that halts.
-func (s *step) failRollout(ctx context.Context, reason, message string) ctrl.Result {
+// failRollout ends the request because the rollout of its restart at
+// stamp failed, and says what that halts: the newest source change the
+// restart brought in, read now that the records surely show it (when the
+// restart was decided, the cache may have had the change only from the
+// request's annotation).
+func (s *step) failRollout(ctx context.Context, stamp time.Time, reason, message string) ctrl.Result {
 	s.r.Metrics.restart(s.kr.Status.Provider, "failed")
+	if src := restartedFor(&s.a, stamp); src != nil {
+		s.kr.Status.RestartedFor = src
+	}
 	res := s.fail(reason, message)
+	s.r.mem.halts.remember([]kickv1alpha1.KickRequest{*s.kr}, s.now.Add(haltMemoryTTL))
 	if src := s.kr.Status.RestartedFor; src != nil {
 		held := haltHeld(ctx, s.r.Client, s.r.Kinds, s.kr)
 		s.notice = &eventSpec{warning: true, reason: "RolloutHalted", message: fmt.Sprintf(
@@ -128,4 +138,66 @@ func (s *step) holdsHalt() bool {
 		}
 	}
 	return false
+}
+
+// haltMemory holds the halts this process decided, and those a live read
+// showed when a new leader first counted its budget, until the cache
+// surely shows them: a restart of the fan-out that a slot freed by the
+// failure lets through must not slip past a halt the cache does not have
+// yet. It only ever adds halts.
+type haltMemory struct {
+	mu    sync.Mutex
+	halts map[string]rememberedHalt
+}
+
+type rememberedHalt struct {
+	namespace string
+	halt      assess.Halt
+	until     time.Time
+}
+
+// haltMemoryTTL is how long a remembered halt counts: far longer than a
+// cache lags behind a write it saw succeed.
+const haltMemoryTTL = time.Minute
+
+// remember notes the halts among requests, for ttl.
+func (m *haltMemory) remember(requests []kickv1alpha1.KickRequest, until time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.halts == nil {
+		m.halts = map[string]rememberedHalt{}
+	}
+	for i := range requests {
+		kr := &requests[i]
+		for _, h := range assess.HaltsOf(requests[i : i+1]) {
+			m.halts[kr.Namespace+"/"+kr.Name] = rememberedHalt{namespace: kr.Namespace, halt: h, until: until}
+		}
+	}
+}
+
+// forget drops the remembered halt of a request that no longer halts
+// (released, or reopened by a new change); the caller's copy must be at
+// least as new as this process's own last write of it.
+func (m *haltMemory) forget(key string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, held := m.halts[key]
+	delete(m.halts, key)
+	return held
+}
+
+// in returns the remembered halts of a namespace.
+func (m *haltMemory) in(namespace string, now time.Time) []assess.Halt {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []assess.Halt
+	for k, h := range m.halts {
+		switch {
+		case now.After(h.until):
+			delete(m.halts, k)
+		case h.namespace == namespace:
+			out = append(out, h.halt)
+		}
+	}
+	return out
 }

@@ -131,7 +131,7 @@ func (s *step) followDriverRestart() time.Duration {
 	s.setGate(d, "")
 	started := metav1.NewMicroTime(stamp)
 	st.CurrentRollout = &kickv1alpha1.RolloutMarker{StartedAt: &started, RestartedAt: value}
-	st.RestartedFor = restartedFor(&s.a)
+	st.RestartedFor = restartedFor(&s.a, time.Time{})
 	st.LastRestartTime = &started
 	st.RestartCount++
 	st.Phase = kickv1alpha1.PhaseExecuting

@@ -29,6 +29,8 @@ type memory struct {
 	// young are the requests following a restart of the driver whose
 	// status does not record it yet (see deferStatus).
 	young map[types.NamespacedName]bool
+	// halts are halts the cache may not show yet.
+	halts haltMemory
 }
 
 func newMemory() *memory {

@@ -61,6 +61,8 @@ type Reconciler struct {
 	Budget *budget.Budget
 
 	mem *memory
+	// wake asks for a look at a request soon; it never blocks.
+	wake func(types.NamespacedName)
 	// driverHanded is what the driver (of this process) was handed and
 	// has not looked at yet; nil when no driver runs.
 	driverHanded *handedChanges
@@ -80,6 +82,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !kr.DeletionTimestamp.IsZero() {
 		r.Budget.Observe(ctx, req.NamespacedName, false, false, false)
 		return ctrl.Result{}, nil
+	}
+	if !kr.HaltsFanOut() && r.mem.halts.forget(req.String()) && r.wake != nil {
+		// Read at least as new as this process's last write of it: the halt
+		// was released or ended, and the requests it held may go.
+		for _, o := range openRequestsIn(ctx, r.Client, req.Namespace) {
+			r.wake(o.NamespacedName)
+		}
 	}
 	orig := kr.DeepCopy()
 	s := &step{r: r, kr: &kr, now: r.Now()}
@@ -326,6 +335,7 @@ func (s *step) assess(ctx context.Context) error {
 		return err
 	}
 	f.Request = s.kr
+	f.Halts = append(f.Halts, s.r.mem.halts.in(s.kr.Namespace, s.now)...)
 	if isManualUndated(s.kr) {
 		// A person's request stands for a change at the moment KICK first
 		// sees it (recordManualRequest keeps that moment).
@@ -365,9 +375,9 @@ func (s *step) track(ctx context.Context) (ctrl.Result, bool) {
 		elapsed := s.now.Sub(mine)
 		switch {
 		case rollout.Reason == freshness.ProgressDeadlineExceeded:
-			return s.failRollout(ctx, kickv1alpha1.ReasonProgressDeadlineExceeded, fmt.Sprintf("the rollout of %s exceeded its progress deadline: %s", s.targetRef(), rollout.Message)), true
+			return s.failRollout(ctx, mine, kickv1alpha1.ReasonProgressDeadlineExceeded, fmt.Sprintf("the rollout of %s exceeded its progress deadline: %s", s.targetRef(), rollout.Message)), true
 		case elapsed >= s.r.RolloutTimeout:
-			return s.failRollout(ctx, kickv1alpha1.ReasonRolloutTimeout, fmt.Sprintf("the rollout of %s did not complete within %s: %s", s.targetRef(), s.r.RolloutTimeout, rollout.Message)), true
+			return s.failRollout(ctx, mine, kickv1alpha1.ReasonRolloutTimeout, fmt.Sprintf("the rollout of %s did not complete within %s: %s", s.targetRef(), s.r.RolloutTimeout, rollout.Message)), true
 		}
 		st.Phase = kickv1alpha1.PhaseExecuting
 		return ctrl.Result{RequeueAfter: min(s.r.RolloutTimeout-elapsed, rolloutPoll)}, true
@@ -397,8 +407,13 @@ func (s *step) evaluate(ctx context.Context) (ctrl.Result, error) {
 	st.Provider, st.Owner = d.Provider, d.Owner
 	if !a.Gate.Allowed {
 		s.block(d, a.Gate.Stage)
-		if a.Gate.Stage == assess.StageBudget {
+		switch a.Gate.Stage {
+		case assess.StageBudget:
 			return ctrl.Result{RequeueAfter: budget.WaitPoll}, nil
+		case assess.StageHalt:
+			// A halt's end wakes the requests it holds; a halt this process
+			// remembers ends in its memory only, so look again after it.
+			return ctrl.Result{RequeueAfter: haltMemoryTTL}, nil
 		}
 		if d.RequeueAt.IsZero() {
 			return ctrl.Result{}, nil
@@ -448,7 +463,7 @@ func (s *step) evaluate(ctx context.Context) (ctrl.Result, error) {
 		started := metav1.NewMicroTime(pending)
 		_, value := s.handle.Stamp(pending, time.Time{})
 		st.CurrentRollout = &kickv1alpha1.RolloutMarker{StartedAt: &started, RestartedAt: value}
-		st.RestartedFor = restartedFor(a)
+		st.RestartedFor = restartedFor(a, time.Time{})
 		if microTime(st.LastRestartTime).Before(started.Time) {
 			// A restart this request has not recorded yet (the driver's,
 			// whose reopen has not reached the cache): it counts.
@@ -458,7 +473,7 @@ func (s *step) evaluate(ctx context.Context) (ctrl.Result, error) {
 		st.Phase = kickv1alpha1.PhaseExecuting
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
-	st.RestartedFor = restartedFor(a)
+	st.RestartedFor = restartedFor(a, time.Time{})
 	stamp, value := s.handle.Stamp(s.now, a.Latest.Latest)
 	if p := a.Selection.Policy; s.r.Budget.Applies(p) {
 		v, err := s.r.Budget.Acquire(ctx, budget.Ask{Request: s.kr, Policy: p, Change: a.Latest.Latest, Stamp: value})
@@ -468,6 +483,14 @@ func (s *step) evaluate(ctx context.Context) (ctrl.Result, error) {
 		if !v.Granted {
 			s.waitForSlot(v.Message)
 			return ctrl.Result{RequeueAfter: budget.WaitPoll}, nil
+		}
+		// A restart of this fan-out that failed after the facts were read
+		// noted its halt before it gave its slot up, so a slot it freed
+		// shows the halt here.
+		if s.a.HoldForHalts(s.r.mem.halts.in(s.kr.Namespace, s.now)) {
+			s.r.Budget.Release(client.ObjectKeyFromObject(s.kr))
+			s.block(s.a.Gate.Decision(), s.a.Gate.Stage)
+			return ctrl.Result{RequeueAfter: haltMemoryTTL}, nil
 		}
 		s.slot = true
 	}

@@ -106,6 +106,13 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		Records:        opts.Records,
 		mem:            newMemory(),
 	}
+	r.wake = func(req types.NamespacedName) {
+		obj := &kickv1alpha1.KickRequest{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}}
+		select {
+		case wake <- event.GenericEvent{Object: obj}:
+		default: // full: the request looks again by itself (budget.WaitPoll, haltMemoryTTL)
+		}
+	}
 	r.Budget = &budget.Budget{
 		Client:         mgr.GetClient(),
 		APIReader:      mgr.GetAPIReader(),
@@ -113,14 +120,12 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		ClusterLimit:   opts.MaxConcurrentRestarts,
 		RolloutTimeout: opts.RolloutTimeout,
 		Now:            opts.Now,
-		Wake: func(req types.NamespacedName) {
-			obj := &kickv1alpha1.KickRequest{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}}
-			select {
-			case wake <- event.GenericEvent{Object: obj}:
-			default: // full: the request asks again within budget.WaitPoll
-			}
+		Seen: func(requests []kickv1alpha1.KickRequest) {
+			r.mem.halts.remember(requests, opts.Now().Add(haltMemoryTTL))
 		},
+		Wake: func(req types.NamespacedName) { r.wake(req) },
 	}
+
 	toRequests := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
 		return requestsFor(ctx, mgr.GetClient(), opts.Kinds, obj)
 	})

@@ -128,8 +128,23 @@ e2e: control-plane gitops-controllers build ## end-to-end tests against the real
 fuzz-brief: ## every Fuzz* target for 2s each (part of make test)
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=2s
 
+# Benchmarks (func BenchmarkXxx in a tracked *_test.go) are not run by `go test`
+# without -bench, so a broken one would go unnoticed while the docs quote its
+# figures. bench-smoke runs each once (-benchtime 1x): a check that it still
+# works, not a measurement. The integration packages' benchmarks need the
+# local control plane, as `make integration` does, and run 40 iterations: the
+# fewest integration/preflight's BenchmarkSecretUpdate accepts (it compares
+# updates with and without the webhook, switching every 10).
+.PHONY: bench-smoke
+bench-smoke: control-plane build ## every Benchmark* once, as a test (part of make test)
+	@pkgs=$$(git ls-files '*_test.go' | xargs grep -l '^func Benchmark' | xargs -n1 dirname | sort -u | sed 's|^|./|'); \
+	if [ -z "$$pkgs" ]; then echo "no benchmarks found"; exit 1; fi; \
+	unit=$$(echo "$$pkgs" | grep -v '^./integration/'); integ=$$(echo "$$pkgs" | grep '^./integration/'); \
+	$(GO) test -count=1 -timeout 20m -run '^$$' -bench . -benchtime 1x $$unit && \
+	{ [ -z "$$integ" ] || KICK_K8S_BIN=$(K8S_BIN) KICK_BIN=$(BIN) $(GO) test -count=1 -p 1 -timeout 20m -run '^$$' -bench . -benchtime 40x $$integ; }
+
 .PHONY: test
-test: lint verify-generated unit fuzz-brief integration ## everything CI runs
+test: lint verify-generated unit fuzz-brief bench-smoke integration ## everything CI runs
 
 .PHONY: chaos
 chaos: control-plane build ## fault suite, long form: manager SIGKILLs, leader failover, kube-apiserver and etcd outages under 200 Deployments; prints the figures (docs/operations/reliability.md)

@@ -28,33 +28,27 @@ import (
 //     that does not exist is not consulted: the gate then blocks on
 //     ProjectUnknown anyway.
 
-// destinationRefusal returns why app may not own a workload in namespace
-// (a clause about the Application, "it ..."), or "" when it may.
-func (p *Provider) destinationRefusal(ctx context.Context, app *argov1alpha1.Application, namespace string) (string, error) {
+// mayOwn reports whether app may own a workload in namespace. Why it may
+// not stays out of every message (see cannotOwn in owner.go): the reasons
+// are facts about the Application (its destination and project), which the
+// workload's tenant may have no right to read.
+func (p *Provider) mayOwn(ctx context.Context, app *argov1alpha1.Application, namespace string) (bool, error) {
 	dest := app.Spec.Destination.Namespace
 	if dest != "" && dest != namespace {
-		return fmt.Sprintf("it deploys to namespace %s (spec.destination.namespace), not %s, and an Application owns only workloads in its destination namespace",
-			dest, namespace), nil
+		return false, nil
 	}
 	if dest != "" && app.Namespace == p.opts.Namespace {
-		return "", nil
+		return true, nil
 	}
 	project := projectOf(app)
 	var proj argov1alpha1.AppProject
 	if err := p.reader.Get(ctx, client.ObjectKey{Namespace: p.opts.Namespace, Name: project}, &proj); err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", nil
+			return true, nil
 		}
-		return "", fmt.Errorf("read AppProject %s/%s: %w", p.opts.Namespace, project, err)
+		return false, fmt.Errorf("read AppProject %s/%s: %w", p.opts.Namespace, project, err)
 	}
-	if NamespaceAdmitted(proj.Spec.Destinations, namespace) {
-		return "", nil
-	}
-	why := "it has no destination namespace"
-	if dest != "" {
-		why = "it is outside the Argo CD namespace " + p.opts.Namespace
-	}
-	return fmt.Sprintf("%s, and its AppProject %s admits no destination in namespace %s (spec.destinations)", why, project, namespace), nil
+	return NamespaceAdmitted(proj.Spec.Destinations, namespace), nil
 }
 
 // NamespaceAdmitted reports whether the namespace patterns of an

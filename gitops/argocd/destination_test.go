@@ -57,7 +57,7 @@ func TestDestinationRule(t *testing.T) {
 		{name: "tracking id naming another team's synced Application does not un-gate",
 			world:  (&world{}).add(application(cp, "payments", destination("payments")), project("default")),
 			target: tracked("payments", "shop", "web"), want: kickv1alpha1.GateOwnerUnknown, owners: []string{"argocd/payments"},
-			msg: "names Application argocd/payments through its tracking annotation, but that Application cannot own it: it deploys to namespace payments (spec.destination.namespace), not shop"},
+			msg: "names Application argocd/payments through its tracking annotation, but that Application cannot own it: an owner must exist and deploy to namespace shop"},
 		{name: "tracking id naming another team's Application does not gate on its windows or sync state",
 			world:  (&world{}).add(application(cp, "payments", destination("payments"), outOfSync), project("default", deny)),
 			target: tracked("payments", "shop", "web"), want: kickv1alpha1.GateOwnerUnknown, owners: []string{"argocd/payments"}, msg: "cannot own it"},
@@ -71,12 +71,12 @@ func TestDestinationRule(t *testing.T) {
 		{name: "instance label naming another team's Application and nothing else",
 			world:  (&world{opts: Options{TrackingMethod: "label"}}).add(application(cp, "payments", destination("payments")), project("default")),
 			target: map[string]string{DefaultLabelKey: "payments"}, labelled: true, want: kickv1alpha1.GateOwnerUnknown,
-			msg: "its instance label names Application argocd/payments, which cannot own it: it deploys to namespace payments"},
+			msg: "its instance label names Application argocd/payments, but that Application cannot own it"},
 		{name: "status.resources of an Application deploying elsewhere is not believed",
 			world: (&world{opts: teamNS}).add(application("team", "grab", destination("team"), lists("shop", "web")),
 				project("default")),
 			want: kickv1alpha1.GateOwnerUnknown,
-			msg:  "Application team/grab lists it in status.resources but cannot own it: it deploys to namespace team (spec.destination.namespace), not shop"},
+			msg:  "no Application that may own it lists it in status.resources"},
 		{name: "a spoofed status.resources entry does not make the real owner ambiguous",
 			world: (&world{opts: teamNS}).add(application("team", "grab", destination("team"), lists("shop", "web")),
 				application(cp, "web", destination("shop"), lists("shop", "web")), project("default")),
@@ -85,7 +85,7 @@ func TestDestinationRule(t *testing.T) {
 			world: (&world{opts: teamNS}).add(application("team", "grab", destination("shop"), inProject("team"), lists("shop", "web")),
 				restricted("team", "team", "team-*")),
 			want: kickv1alpha1.GateOwnerUnknown,
-			msg:  "it is outside the Argo CD namespace argocd, and its AppProject team admits no destination in namespace shop"},
+			msg:  "no Application that may own it lists it in status.resources"},
 		{name: "an Application outside the Argo CD namespace whose project admits the namespace",
 			world: (&world{opts: teamNS}).add(application("team", "web", destination("shop"), inProject("team")),
 				restricted("team", "team", "sh*")),
@@ -96,10 +96,10 @@ func TestDestinationRule(t *testing.T) {
 		{name: "empty destination namespace: the project admits other namespaces only",
 			world:  (&world{}).add(application(cp, "payments", destination(""), inProject("payments")), restricted("payments", "payments", "payments-*")),
 			target: tracked("payments", "shop", "web"), want: kickv1alpha1.GateOwnerUnknown, owners: []string{"argocd/payments"},
-			msg: "it has no destination namespace, and its AppProject payments admits no destination in namespace shop"},
+			msg: "that Application cannot own it"},
 		{name: "empty destination namespace: the project excludes the namespace",
 			world:  (&world{}).add(application(cp, "wide", destination(""), inProject("wide")), restricted("wide", "!shop", "*")),
-			target: tracked("wide", "shop", "web"), want: kickv1alpha1.GateOwnerUnknown, owners: []string{"argocd/wide"}, msg: "admits no destination in namespace shop"},
+			target: tracked("wide", "shop", "web"), want: kickv1alpha1.GateOwnerUnknown, owners: []string{"argocd/wide"}, msg: "that Application cannot own it"},
 		{name: "empty destination namespace: the project's missing AppProject blocks later",
 			world:  (&world{}).add(application(cp, "orphan", destination(""), inProject("gone")), project("default")),
 			target: tracked("orphan", "shop", "web"), want: kickv1alpha1.GateProjectUnknown, owner: "argocd/orphan", owners: []string{"argocd/orphan"}, msg: "AppProject gone"},
@@ -135,6 +135,73 @@ func TestDestinationRule(t *testing.T) {
 				t.Fatalf("Owners = %v, want %v", names, c.owners)
 			}
 		})
+	}
+}
+
+// TestForeignApplicationLooksAbsent plays a tenant of namespace shop
+// probing for another team's Applications: it names one in its workload's
+// tracking annotation (or instance label), or reads the gate of a workload
+// another team's Application lists in status.resources. Whatever that
+// Application is (where it deploys, its project), the gate message is the
+// one a name no Application has gets: it confirms no existence and names
+// no destination or project.
+func TestForeignApplicationLooksAbsent(t *testing.T) {
+	teamNS := Options{ApplicationNamespaces: []string{"team"}}
+	secretive := restricted("ledger-project", "ledger", "ledger-*")
+	// decide returns the gate message of web in shop in the given world.
+	// (The foreign Application deploys to ledger in project ledger-project;
+	// the workload knows only the name it wrote, if any.)
+	decide := func(t *testing.T, w *world, annotations, labels map[string]string) string {
+		t.Helper()
+		target := deployment("shop", "web", annotations, labels)
+		d := w.add(target).provider(t).Decide(context.Background(), target, policy(nil), time.Now())
+		if d.Reason != kickv1alpha1.GateOwnerUnknown {
+			t.Fatalf("decision = %s %q, want OwnerUnknown", d.Reason, d.Message)
+		}
+		leaks := []string{"ledger"}
+		if annotations == nil && labels == nil {
+			leaks = append(leaks, "payments")
+		}
+		for _, leak := range leaks {
+			if strings.Contains(d.Message, leak) {
+				t.Fatalf("message reveals %q about another team's Application: %q", leak, d.Message)
+			}
+		}
+		return d.Message
+	}
+	foreign := map[string]func() *world{
+		"deploys elsewhere": func() *world {
+			return (&world{opts: teamNS}).add(application(cp, "payments", destination("ledger"), inProject("ledger-project"), lists("ledger", "web")), secretive)
+		},
+		"no destination, project elsewhere": func() *world {
+			return (&world{opts: teamNS}).add(application(cp, "payments", destination(""), inProject("ledger-project"), lists("shop", "web")), secretive)
+		},
+		"outside the Argo CD namespace, project elsewhere": func() *world {
+			return (&world{opts: teamNS}).add(application("team", "payments", destination("shop"), inProject("ledger-project"), lists("shop", "web")), secretive)
+		},
+	}
+	for _, claim := range []struct {
+		name                string
+		annotations, labels map[string]string
+		opts                Options
+	}{
+		{name: "tracking annotation", annotations: tracked("payments", "shop", "web")},
+		{name: "tracking annotation, apps in any namespace", annotations: tracked("team_payments", "shop", "web")},
+		{name: "instance label", labels: map[string]string{DefaultLabelKey: "payments"}, opts: Options{TrackingMethod: "label"}},
+		{name: "status.resources only"},
+	} {
+		absent := &world{opts: teamNS}
+		absent.opts.TrackingMethod = claim.opts.TrackingMethod
+		want := decide(t, absent.add(project("default"), secretive), claim.annotations, claim.labels)
+		for name, w := range foreign {
+			t.Run(claim.name+"/"+name, func(t *testing.T) {
+				world := w()
+				world.opts.TrackingMethod = claim.opts.TrackingMethod
+				if got := decide(t, world.add(project("default")), claim.annotations, claim.labels); got != want {
+					t.Fatalf("another team's Application shows through:\n got %q\nwant %q (no such Application)", got, want)
+				}
+			})
+		}
 	}
 }
 

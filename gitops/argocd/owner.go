@@ -57,28 +57,24 @@ func (p *Provider) resolve(ctx context.Context, w client.Object) (resolution, er
 		if err != nil {
 			return resolution{}, err
 		}
-		if app == nil {
-			if claim.Strong {
-				return p.blocked([]AppRef{claim.App}, kickv1alpha1.GateOwnerUnknown,
-					fmt.Sprintf("%s names Application %s through %s, but that Application does not exist", target, claim.App, how)), nil
-			}
-			notes = join(notes, fmt.Sprintf("its instance label names Application %s, which does not exist", claim.App))
-		} else {
-			refusal, err := p.destinationRefusal(ctx, app, self.Namespace)
-			switch {
-			case err != nil:
+		owns := app != nil
+		if owns {
+			if owns, err = p.mayOwn(ctx, app, self.Namespace); err != nil {
 				return resolution{}, err
-			case refusal == "":
-				return resolution{apps: []AppRef{claim.App}, app: app}, nil
-			case claim.Strong:
-				// The workload's own metadata names an Application that
-				// may not own it: wait, rather than gate on that
-				// Application or on none.
-				return p.blocked([]AppRef{claim.App}, kickv1alpha1.GateOwnerUnknown,
-					fmt.Sprintf("%s names Application %s through %s, but that Application cannot own it: %s", target, claim.App, how, refusal)), nil
 			}
-			notes = join(notes, fmt.Sprintf("its instance label names Application %s, which cannot own it: %s", claim.App, refusal))
 		}
+		switch {
+		case owns:
+			return resolution{apps: []AppRef{claim.App}, app: app}, nil
+		case claim.Strong:
+			// The workload's own metadata names an Application that
+			// does not exist or may not own it: wait, rather than gate
+			// on that Application or on none. The message is the same
+			// either way (see cannotOwn).
+			return p.blocked([]AppRef{claim.App}, kickv1alpha1.GateOwnerUnknown,
+				fmt.Sprintf("%s names Application %s through %s, but %s", target, claim.App, how, cannotOwn(self.Namespace))), nil
+		}
+		notes = join(notes, fmt.Sprintf("its instance label names Application %s, but %s", claim.App, cannotOwn(self.Namespace)))
 	}
 
 	var listed argov1alpha1.ApplicationList
@@ -88,22 +84,20 @@ func (p *Provider) resolve(ctx context.Context, w client.Object) (resolution, er
 	// status.resources is believed only from an Application that could
 	// have deployed the workload; the others are ignored, not counted as
 	// owners (counting them would let anyone who can write an Application
-	// block another team's restarts).
+	// block another team's restarts) and not named (see cannotOwn).
 	var list argov1alpha1.ApplicationList
 	for i := range listed.Items {
-		refusal, err := p.destinationRefusal(ctx, &listed.Items[i], self.Namespace)
+		owns, err := p.mayOwn(ctx, &listed.Items[i], self.Namespace)
 		if err != nil {
 			return resolution{}, err
 		}
-		if refusal != "" {
-			notes = join(notes, fmt.Sprintf("Application %s/%s lists it in status.resources but cannot own it: %s", listed.Items[i].Namespace, listed.Items[i].Name, refusal))
-			continue
+		if owns {
+			list.Items = append(list.Items, listed.Items[i])
 		}
-		list.Items = append(list.Items, listed.Items[i])
 	}
 	switch len(list.Items) {
 	case 0:
-		msg := fmt.Sprintf("no Argo CD Application owns %s: it carries no usable tracking metadata and no Application lists it in status.resources", target)
+		msg := fmt.Sprintf("no Argo CD Application owns %s: it carries no usable tracking metadata and no Application that may own it lists it in status.resources", target)
 		if notes != "" {
 			msg += " (" + notes + ")"
 		}
@@ -124,6 +118,16 @@ func (p *Provider) resolve(ctx context.Context, w client.Object) (resolution, er
 		msg += " (" + notes + ")"
 	}
 	return p.blocked(refs, kickv1alpha1.GateAmbiguousOwner, msg), nil
+}
+
+// cannotOwn is what a workload in namespace is told about an Application
+// its metadata names that does not exist or may not own it (the destination
+// rule, destination.go). The two read the same, and neither names the
+// Application's destination or project: the workload's tenant learns only
+// what it needs to fix its own metadata, not whether another team's
+// Application exists or where it deploys.
+func cannotOwn(namespace string) string {
+	return fmt.Sprintf("that Application cannot own it: an owner must exist and deploy to namespace %s (spec.destination.namespace, or a destination its AppProject admits when that is empty or the Application is outside the Argo CD namespace)", namespace)
 }
 
 func join(a, b string) string {

@@ -125,7 +125,7 @@ func TestDecide(t *testing.T) {
 		{name: "annotation in an unwatched namespace", world: (&world{}).add(application("team", "web"), project("default")),
 			target: web(tracked("team_web", "shop", "web"), nil), want: kickv1alpha1.GateOwnerUnknown, msg: "--argocd-application-namespaces"},
 		{name: "annotated owner missing", world: (&world{}).add(application(cp, "other", lists("shop", "web")), project("default")),
-			target: web(tracked("web", "shop", "web"), nil), want: kickv1alpha1.GateOwnerUnknown, msg: "names Application argocd/web through its tracking annotation, but that Application does not exist"},
+			target: web(tracked("web", "shop", "web"), nil), want: kickv1alpha1.GateOwnerUnknown, msg: "names Application argocd/web through its tracking annotation, but that Application cannot own it"},
 		{name: "copied annotation falls back", world: (&world{}).add(application(cp, "api"), application(cp, "web", lists("shop", "web")), project("default")),
 			target: web(tracked("api", "shop", "api"), nil), want: kickv1alpha1.GateAllowed, owner: "argocd/web"},
 		{name: "malformed annotation falls back to nothing", world: (&world{}).add(application(cp, "web"), project("default")),
@@ -269,7 +269,7 @@ func TestRolloutClaim(t *testing.T) {
 	pol := policy(nil)
 
 	d := p.Decide(context.Background(), ro, pol, time.Now())
-	if d.Reason != kickv1alpha1.GateOwnerUnknown || !strings.Contains(d.Message, "Rollout shop/web names Application argocd/web through its tracking annotation, but that Application does not exist") {
+	if d.Reason != kickv1alpha1.GateOwnerUnknown || !strings.Contains(d.Message, "Rollout shop/web names Application argocd/web through its tracking annotation, but that Application cannot own it") {
 		t.Fatalf("before the Application exists: %+v", d)
 	}
 	app := application(cp, "web")

@@ -1,6 +1,7 @@
 package argocd
 
 import (
+	"strings"
 	"testing"
 
 	argov1alpha1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
@@ -33,8 +34,13 @@ func TestDestinationRule(t *testing.T) {
 		s.app("payments", appSpec{sync: synced, mutate: elsewhere("payments")})
 		s.workload("hijack", tracking("payments", s.NS, "hijack"), nil)
 		s.change("hijack")
-		s.waitGate("hijack", kickv1alpha1.PhaseWaitingForOwner, kickv1alpha1.GateOwnerUnknown,
-			"names Application "+s.Argo+"/payments through its tracking annotation, but that Application cannot own it: it deploys to namespace payments (spec.destination.namespace), not "+s.NS)
+		// Word for word what a name no Application has gets: nothing about
+		// the other team's Application shows through.
+		kr := s.waitGate("hijack", kickv1alpha1.PhaseWaitingForOwner, kickv1alpha1.GateOwnerUnknown,
+			"names Application "+s.Argo+"/payments through its tracking annotation, but that Application cannot own it: an owner must exist and deploy to namespace "+s.NS)
+		if strings.Contains(kr.Status.Gate.Message, "payments (") || strings.Contains(kr.Status.Gate.Message, "deploys to namespace payments") {
+			t.Fatalf("the gate message reveals the other team's destination: %q", kr.Status.Gate.Message)
+		}
 	})
 	t.Run("status.resources of a tenant's Application", func(t *testing.T) {
 		t.Parallel()
@@ -42,8 +48,11 @@ func TestDestinationRule(t *testing.T) {
 		s.app("grab", appSpec{namespace: tenant, sync: synced, lists: []string{"victim"}, mutate: elsewhere(tenant)})
 		s.workload("victim", nil, nil)
 		s.change("victim")
-		s.waitGate("victim", kickv1alpha1.PhaseWaitingForOwner, kickv1alpha1.GateOwnerUnknown,
-			"Application "+tenant+"/grab lists it in status.resources but cannot own it")
+		kr := s.waitGate("victim", kickv1alpha1.PhaseWaitingForOwner, kickv1alpha1.GateOwnerUnknown,
+			"no Application that may own it lists it in status.resources")
+		if strings.Contains(kr.Status.Gate.Message, "grab") {
+			t.Fatalf("the gate message names the tenant's Application: %q", kr.Status.Gate.Message)
+		}
 		// The real owner appears: it owns the workload alone, the tenant's
 		// listing does not make it ambiguous.
 		s.app("victim-real", appSpec{sync: synced, lists: []string{"victim"}})

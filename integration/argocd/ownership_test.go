@@ -116,7 +116,7 @@ func TestOwnership(t *testing.T) {
 		s.workload("ghost", tracking("ghost", s.NS, "ghost"), nil)
 		s.change("ghost")
 		s.waitGate("ghost", kickv1alpha1.PhaseWaitingForOwner, kickv1alpha1.GateOwnerUnknown,
-			"names Application "+s.Argo+"/ghost through its tracking annotation, but that Application does not exist")
+			"names Application "+s.Argo+"/ghost through its tracking annotation, but that Application cannot own it: an owner must exist and deploy to namespace "+s.NS)
 		s.app("ghost", appSpec{sync: synced})
 		s.owner(s.restarted("ghost"), s.Argo, "ghost", "default")
 	})

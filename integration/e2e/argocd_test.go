@@ -222,14 +222,15 @@ func (s *suite) project(name string) {
 }
 
 // denyNow adds to the AppProject a deny window that opened at the start of
-// the current minute and lasts two, and returns when it ends (between one
-// and two minutes from now).
+// the current minute and lasts five, and returns when it ends (between four
+// and five minutes from now: room for the checks made inside it on a busy
+// machine).
 func (s *suite) denyNow(project string) time.Time {
 	s.T.Helper()
 	now := time.Now().UTC()
 	start := now.Truncate(time.Minute)
 	w := &argov1alpha1.InlineSyncWindow{Kind: "deny", Schedule: fmt.Sprintf("%d %d * * *", start.Minute(), start.Hour()),
-		Duration: "2m", Applications: []string{"*"}, TimeZone: "UTC"}
+		Duration: "5m", Applications: []string{"*"}, TimeZone: "UTC"}
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var p argov1alpha1.AppProject
 		if err := s.Env.Client.Get(s.Ctx, client.ObjectKey{Namespace: s.stack.ArgoNamespace, Name: project}, &p); err != nil {
@@ -241,7 +242,7 @@ func (s *suite) denyNow(project string) time.Time {
 	if err != nil {
 		s.T.Fatal(err)
 	}
-	return start.Add(2 * time.Minute)
+	return start.Add(5 * time.Minute)
 }
 
 // TestArgoCDSyncWindow: an AppProject deny window holds KICK's restart of
@@ -283,10 +284,14 @@ func TestArgoCDSyncWindow(t *testing.T) {
 	s.waitApp(moved, "to see the new commit as OutOfSync", time.Minute, func(a *argov1alpha1.Application) bool {
 		return a.Status.Sync.Status == argov1alpha1.SyncStatusCodeOutOfSync && a.Status.Sync.Revision == second
 	})
-	if time.Until(end) < 5*time.Second {
-		t.Fatalf("the deny window ended before the test could check it held both (%s left)", time.Until(end))
+	a, _ := s.readApp(moved)
+	deployed := version(s.get("moved"))
+	// What was read proves the window held only if it was read while the
+	// window was open: a condition on when, not a budget for how long.
+	if read := time.Now(); !read.Before(end) {
+		t.Fatalf("the deny window ended (%s) before the test could check it held both (read at %s)", end.Format(time.RFC3339), read.Format(time.RFC3339))
 	}
-	if a, _ := s.readApp(moved); a.Status.OperationState.SyncResult.Revision != first || version(s.get("moved")) != "1" {
+	if a.Status.OperationState.SyncResult.Revision != first || deployed != "1" {
 		t.Fatalf("Argo CD synced %s inside the deny window: operation %s", moved, opPhase(a))
 	}
 
@@ -339,8 +344,8 @@ func TestArgoCDCommitAndSecretChange(t *testing.T) {
 	s.syncedAt(app, second)
 	s.waitDeployed("web", "2")
 	kr = s.WaitPhase("deployment-web", kickv1alpha1.PhaseNoLongerRequired, 60*time.Second)
-	if kr.Status.RestartCount != 0 || s.RestartStamp("web") != "" {
-		t.Fatalf("KICK restarted web after the sync had rolled it out: restartCount %d, stamp %q", kr.Status.RestartCount, s.RestartStamp("web"))
+	if stamp := s.RestartStamp("web"); stamp != "" {
+		t.Fatalf("KICK restarted web after the sync had rolled it out (%s): stamp %q", kr.Name, stamp)
 	}
 	if got := len(s.ReplicaSets("web")); got != rsBefore+1 {
 		t.Fatalf("web has %d ReplicaSets, want %d (one rollout, the sync's)", got, rsBefore+1)

@@ -5,19 +5,33 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/integration/cluster"
 	"github.com/kick-operator/kick/integration/fixture"
 )
 
-// rewriteThreeTimes changes Secret db three times, one second apart, as a
-// tool that rewrites a credential in steps would.
+// rewriteThreeTimes changes Secret db three times in a burst, as a tool
+// that rewrites a credential in steps would. Each change follows the one
+// before as soon as KICK has observed that one (its observation record
+// names the Secret's resourceVersion), not after a pause: a pause long
+// enough to be sure of the observation on a busy machine could outlast the
+// settle time, and one short enough could end before the observation.
 func rewriteThreeTimes(f *fixture.F) {
-	for i, v := range []string{"bravo", "charlie", "delta"} {
-		if i > 0 {
-			time.Sleep(time.Second) // the scenario: changes one second apart
-		}
+	f.T.Helper()
+	for _, v := range []string{"bravo", "charlie", "delta"} {
 		f.SetSecret("db", map[string]string{"password": v})
+		var s corev1.Secret
+		if err := f.Env.Client.Get(f.Ctx, client.ObjectKey{Namespace: f.NS, Name: "db"}, &s); err != nil {
+			f.T.Fatal(err)
+		}
+		cluster.Eventually(f.T, 30*time.Second, "the observation of Secret db at resourceVersion "+s.ResourceVersion, func() (bool, error) {
+			rec := f.WaitObservation("db")
+			return rec.Spec.LastRelevantResourceVersion == s.ResourceVersion,
+				fmt.Errorf("observed at %s", rec.Spec.LastRelevantResourceVersion)
+		})
 	}
 }
 

@@ -367,7 +367,7 @@ func TestArgoCDClaimOnARollout(t *testing.T) {
 	f.WaitObservation("db")
 
 	f.SetSecret("db", map[string]string{"password": "bravo"})
-	want := "names Application " + argo + "/web through its tracking annotation, but that Application does not exist"
+	want := "names Application " + argo + "/web through its tracking annotation, but that Application cannot own it"
 	cluster.Eventually(t, 30*time.Second, "the Rollout's request to wait for its Application", func() (bool, error) {
 		kr, err := f.Request("rollout-web")
 		if err != nil {

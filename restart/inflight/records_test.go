@@ -9,18 +9,29 @@ import (
 
 var db = Source{Namespace: "ns", Kind: "Secret", Name: "db"}
 
+// stillWaiting runs Wait with a context it then cancels: a Wait that was
+// (or would have been) still waiting returns the context's error, one that
+// returned on its own returns nil or ErrNotRecorded. The outcome does not
+// depend on how soon the goroutine runs, so no pause stands in for "Wait
+// did not return".
+func stillWaiting(t *testing.T, r *Records, sources []Source) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	waited := make(chan error, 1)
+	go func() { waited <- r.Wait(ctx, sources) }()
+	cancel()
+	if err := <-waited; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Wait returned %v on its own while the record was being written", err)
+	}
+}
+
 func TestWaitReturnsWhenTheRecordIsWritten(t *testing.T) {
 	var r Records
 	end := r.Begin(db, "7")
+	sources := []Source{{Namespace: "ns", Kind: "ConfigMap", Name: "db"}, db}
+	stillWaiting(t, &r, sources)
 	waited := make(chan error, 1)
-	go func() {
-		waited <- r.Wait(context.Background(), []Source{{Namespace: "ns", Kind: "ConfigMap", Name: "db"}, db})
-	}()
-	select {
-	case err := <-waited:
-		t.Fatalf("Wait returned %v while the record was being written", err)
-	case <-time.After(50 * time.Millisecond):
-	}
+	go func() { waited <- r.Wait(context.Background(), sources) }()
 	end(true)
 	if err := <-waited; err != nil {
 		t.Fatal(err)
@@ -56,14 +67,10 @@ func TestWaitFollowsANewerWrite(t *testing.T) {
 	// (the first ended in failure; the newer one is what counts).
 	second := r.Begin(db, "7")
 	first(false)
-	select {
-	case err := <-waited:
-		t.Fatalf("Wait returned %v while a newer write was in flight", err)
-	case <-time.After(50 * time.Millisecond):
-	}
+	stillWaiting(t, &r, []Source{db})
 	second(true)
 	if err := <-waited; err != nil {
-		t.Fatal(err)
+		t.Fatalf("the waiter that began before the newer write: %v", err)
 	}
 }
 
@@ -119,35 +126,37 @@ func TestAwaitLooksWaitsForTheRestarterNotLonger(t *testing.T) {
 	var r Records
 	web, api := WorkloadKey("Deployment", "shop", "web"), WorkloadKey("Deployment", "shop", "api")
 	r.Expect([]string{web, api})
+	r.Looked(web)
+	// api is never looked at here: AwaitLooks waits out its bound. A timer
+	// never fires early, so this lower bound does not depend on the load.
+	start := time.Now()
+	r.AwaitLooks(context.Background(), []string{web, api}, 30*time.Millisecond)
+	if waited := time.Since(start); waited < 30*time.Millisecond {
+		t.Fatalf("returned after %v, before api was looked at", waited)
+	}
 	done := make(chan struct{})
 	go func() {
-		r.AwaitLooks(context.Background(), []string{web, api}, time.Minute)
+		r.AwaitLooks(context.Background(), []string{web, api}, time.Hour)
 		close(done)
 	}()
-	r.Looked(web)
-	select {
-	case <-done:
-		t.Fatal("returned before api was looked at")
-	case <-time.After(20 * time.Millisecond):
-	}
 	r.Looked(api)
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("still waiting after every consumer was looked at")
 	}
 
-	r.Expect([]string{web})
-	start := time.Now()
-	r.AwaitLooks(context.Background(), []string{web}, 30*time.Millisecond)
-	if waited := time.Since(start); waited < 30*time.Millisecond || waited > 5*time.Second {
-		t.Errorf("waited %v for a workload never looked at, want the 30ms bound", waited)
-	}
 	r.Looked(web)
 	r.Looked(web) // again: nothing expected, nothing happens
-	start = time.Now()
-	r.AwaitLooks(context.Background(), []string{web, api}, time.Minute)
-	if time.Since(start) > 5*time.Second {
+	// Nothing expected: it returns at once, long before its bound.
+	returned := make(chan struct{})
+	go func() {
+		r.AwaitLooks(context.Background(), []string{web, api}, time.Hour)
+		close(returned)
+	}()
+	select {
+	case <-returned:
+	case <-time.After(time.Minute):
 		t.Error("waited although nothing was expected")
 	}
 	var none *Records

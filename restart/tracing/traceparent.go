@@ -53,18 +53,41 @@ func Format(sc trace.SpanContext) string {
 	return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + flags
 }
 
-// Of is the traceparent stored on a KickRequest (TraceparentAnnotation) when it is a valid
-// one, else "". Anyone who may write the request may write the annotation: only a value that
-// parses is passed on (to spans and notification headers).
+// Of is the traceparent a KickRequest's notifications and restart span carry on from its
+// TraceparentAnnotation: the parsed context re-formatted as a version 00 traceparent, never
+// the stored text (whatever follows the four fields of a later version, tracestate or
+// control characters is dropped). Only a request the manager created itself
+// (ManagedByLabel) has one: the annotation of a request a person or CI created is theirs,
+// and is followed only as a link (Foreign), never as a parent. "" when there is none or it
+// does not parse.
 func Of(kr *kickv1alpha1.KickRequest) string {
+	if !createdByKick(kr) {
+		return ""
+	}
+	sc, _ := stored(kr)
+	return Format(sc)
+}
+
+// Foreign is the span context in the TraceparentAnnotation of a request a person or CI
+// created (no ManagedByLabel): the restart span links to it rather than continuing it, so a
+// request's author cannot make KICK's spans part of a trace of their choosing.
+func Foreign(kr *kickv1alpha1.KickRequest) (trace.SpanContext, bool) {
+	if createdByKick(kr) {
+		return trace.SpanContext{}, false
+	}
+	return stored(kr)
+}
+
+func createdByKick(kr *kickv1alpha1.KickRequest) bool {
+	return kr.Labels[kickv1alpha1.ManagedByLabel] == kickv1alpha1.ManagedByKick
+}
+
+func stored(kr *kickv1alpha1.KickRequest) (trace.SpanContext, bool) {
 	s := kr.Annotations[kickv1alpha1.TraceparentAnnotation]
 	if s == "" {
-		return ""
+		return trace.SpanContext{}, false
 	}
-	if _, ok := Parse(s); !ok {
-		return ""
-	}
-	return s
+	return Parse(s)
 }
 
 func hexByte(s string) (byte, bool) {

@@ -6,6 +6,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 )
 
 // Span and event names of a restart cycle.
@@ -113,21 +115,40 @@ func (ch Change) Recorded(request string, at time.Time) {
 }
 
 // Restarted records the restart.executed span of the cycle whose stored traceparent is parent
-// (a trace of its own when parent is empty or invalid, as for a person's request) from start
-// to end, with the event workload.restarted at end.
+// (a trace of its own when parent is empty or invalid) from start to end, with the event
+// workload.restarted at end. parent must be KICK's own (a Change's Traceparent, or Of a
+// request); RestartedRequest chooses for a request.
 func (t *Tracer) Restarted(ctx context.Context, parent string, c Cycle, start, end time.Time) {
 	if t == nil {
 		return
 	}
-	t.restarted(ctx, parent, c, start, end)
+	sc, _ := Parse(parent)
+	t.restarted(ctx, sc, trace.SpanContext{}, c, start, end)
 }
 
-func (t *Tracer) restarted(ctx context.Context, parent string, c Cycle, start, end time.Time) {
+// RestartedRequest records the restart.executed span of kr's restart: the child of the
+// cycle's dependency.changed span when the manager created kr (Of), else a trace of its own
+// that links to the traceparent the request's author stored, if any (Foreign).
+func (t *Tracer) RestartedRequest(ctx context.Context, kr *kickv1alpha1.KickRequest, c Cycle, start, end time.Time) {
+	if t == nil {
+		return
+	}
+	parent, _ := Parse(Of(kr))
+	link, _ := Foreign(kr)
+	t.restarted(ctx, parent, link, c, start, end)
+}
+
+// restarted starts the span as the child of parent when it is valid, else as a new root
+// linked to link when that is valid.
+func (t *Tracer) restarted(ctx context.Context, parent, link trace.SpanContext, c Cycle, start, end time.Time) {
 	opts := []trace.SpanStartOption{trace.WithTimestamp(start), trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(c.Attributes()...)}
-	if sc, ok := Parse(parent); ok {
-		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+	if parent.IsValid() {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
 	} else {
 		opts = append(opts, trace.WithNewRoot())
+		if link.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: link}))
+		}
 	}
 	_, span := t.tracer.Start(ctx, SpanRestarted, opts...)
 	span.AddEvent(EventRestarted, trace.WithTimestamp(end))

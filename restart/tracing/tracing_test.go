@@ -59,17 +59,61 @@ func TestParseRefuses(t *testing.T) {
 	}
 }
 
-func TestOf(t *testing.T) {
-	kr := &kickv1alpha1.KickRequest{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{kickv1alpha1.TraceparentAnnotation: sample}}}
-	if Of(kr) != sample {
-		t.Fatalf("Of = %q", Of(kr))
+// kickRequest is a request with the traceparent annotation tp, created by
+// the manager when byKick (ManagedByLabel), else by a person or CI.
+func kickRequest(tp string, byKick bool) *kickv1alpha1.KickRequest {
+	kr := &kickv1alpha1.KickRequest{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{kickv1alpha1.TraceparentAnnotation: tp}}}
+	if byKick {
+		kr.Labels = map[string]string{kickv1alpha1.ManagedByLabel: kickv1alpha1.ManagedByKick}
 	}
-	kr.Annotations[kickv1alpha1.TraceparentAnnotation] = "00-bad\r\nX-Injected: 1"
-	if Of(kr) != "" {
+	return kr
+}
+
+func TestOf(t *testing.T) {
+	if got := Of(kickRequest(sample, true)); got != sample {
+		t.Fatalf("Of = %q", got)
+	}
+	if Of(kickRequest("00-bad\r\nX-Injected: 1", true)) != "" {
 		t.Fatal("an invalid stored traceparent must not be passed on")
 	}
 	if Of(&kickv1alpha1.KickRequest{}) != "" {
 		t.Fatal("no annotation, no traceparent")
+	}
+}
+
+// TestOfNeverEchoes plays whoever may write a request's annotations: a
+// traceparent that parses but carries more (a later version's extra
+// fields, CRLF and a forged header, tracestate, an overlong tail) is passed
+// on as its four fields in canonical form, never as written.
+func TestOfNeverEchoes(t *testing.T) {
+	fields := sample[2:] // "-<trace id>-<span id>-01"
+	for _, hostile := range []string{
+		"01" + fields + "-x\r\nX-Injected: 1",
+		"cc" + fields + "-" + strings.Repeat("a", 4096),
+		"01" + fields + "-rojo=00f067aa0ba902b7,congo=t61rcWkgMzE",
+		"01" + fields + "-\x00\x7f",
+	} {
+		if _, ok := Parse(hostile); !ok {
+			t.Fatalf("fixture %q should parse (the specification admits a later version's tail)", hostile)
+		}
+		if got := Of(kickRequest(hostile, true)); got != sample {
+			t.Errorf("Of(%.80q) = %.80q, want %q", hostile, got, sample)
+		}
+	}
+}
+
+// TestForeignTraceparent: the traceparent on a request a person or CI
+// created is not KICK's to continue: Of is empty, Foreign returns it.
+func TestForeignTraceparent(t *testing.T) {
+	kr := kickRequest(sample, false)
+	if got := Of(kr); got != "" {
+		t.Fatalf("Of a request KICK did not create = %q, want none", got)
+	}
+	if sc, ok := Foreign(kr); !ok || Format(sc) != sample {
+		t.Fatalf("Foreign = %v %t", sc, ok)
+	}
+	if _, ok := Foreign(kickRequest(sample, true)); ok {
+		t.Fatal("KICK's own traceparent is not foreign")
 	}
 }
 
@@ -145,6 +189,34 @@ func TestRestartedWithoutParentStartsATrace(t *testing.T) {
 	spans := rec.Ended()
 	if len(spans) != 1 || spans[0].Parent().IsValid() || !spans[0].SpanContext().IsValid() {
 		t.Fatalf("spans %+v", spans)
+	}
+}
+
+// TestRestartedRequestLinksForeignTraces: the restart of a request KICK
+// created continues its stored trace; the restart of a request a person or
+// CI created (with a traceparent of their own) starts a trace of its own
+// that links to theirs.
+func TestRestartedRequestLinksForeignTraces(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tr := New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	now := time.Now()
+	want, _ := Parse(sample)
+
+	tr.RestartedRequest(context.Background(), kickRequest(sample, false), Cycle{Namespace: "a"}, now, now)
+	tr.RestartedRequest(context.Background(), kickRequest(sample, true), Cycle{Namespace: "a"}, now, now)
+	spans := rec.Ended()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	user, kick := spans[0], spans[1]
+	if user.Parent().IsValid() || user.SpanContext().TraceID() == want.TraceID() {
+		t.Fatalf("a person's request parents the restart: parent %v trace %s", user.Parent(), user.SpanContext().TraceID())
+	}
+	if links := user.Links(); len(links) != 1 || !links[0].SpanContext.Equal(want) {
+		t.Fatalf("a person's request: links %+v, want one to %s", links, sample)
+	}
+	if kick.Parent().SpanID() != want.SpanID() || kick.SpanContext().TraceID() != want.TraceID() || len(kick.Links()) != 0 {
+		t.Fatalf("KICK's request: parent %v links %+v", kick.Parent(), kick.Links())
 	}
 }
 

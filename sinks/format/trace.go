@@ -1,6 +1,9 @@
 package format
 
-import "github.com/kick-operator/kick/router"
+import (
+	"github.com/kick-operator/kick/restart/tracing"
+	"github.com/kick-operator/kick/router"
+)
 
 // Distributed tracing: a notification carries the W3C traceparent of the restart cycle it
 // reports, so a receiver can join the cycle's trace. CloudEvents carry it as the distributed
@@ -13,15 +16,21 @@ const (
 	TraceparentExtension = "traceparent"
 )
 
-// Traceparent is the traceparent an event carries; "" when none.
+// Traceparent is the traceparent an event carries, parsed and formatted afresh as a version
+// 00 W3C traceparent: a notification never echoes the text it came from (a request's
+// annotation, which whoever may write the request may write), so neither control
+// characters, extra fields nor tracestate reach a header or a CloudEvent. "" when the
+// event has none or it does not parse.
 func Traceparent(ev router.Event) string {
+	var s string
 	switch e := ev.(type) {
 	case router.PhaseChanged:
-		return e.Traceparent
+		s = e.Traceparent
 	case router.GateChanged:
-		return e.Traceparent
+		s = e.Traceparent
 	}
-	return ""
+	sc, _ := tracing.Parse(s)
+	return tracing.Format(sc)
 }
 
 // traced adds the traceparent header to what a non-CloudEvents format renders.

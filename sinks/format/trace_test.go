@@ -1,6 +1,7 @@
 package format
 
 import (
+	"strings"
 	"testing"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
@@ -52,6 +53,49 @@ func TestTraceparentCloudEvents(t *testing.T) {
 		plain := mustFormat(t, mustNew(t, ceSpec(mode), ""), phaseChange(kickv1alpha1.PhaseSucceeded))
 		if e, _ := parseCloudEvent(t, plain); e.Extensions()[TraceparentExtension] != nil {
 			t.Fatalf("%s: extension without a trace", mode)
+		}
+	}
+}
+
+// TestTraceparentNeverEchoed plays whoever may write a request's
+// annotations: a traceparent that parses but carries a later version's
+// extra fields, CRLF and a forged header, tracestate or an overlong tail
+// reaches the header and the CloudEvent only as its four canonical fields;
+// one that does not parse reaches neither.
+func TestTraceparentNeverEchoed(t *testing.T) {
+	fields := traceparent[2:]
+	specs := map[string]kickv1alpha1.WebhookSpec{
+		"json": {}, "slack": {Format: kickv1alpha1.FormatSlack},
+		"cloudevents structured": ceSpec(kickv1alpha1.CloudEventsStructured), "cloudevents binary": ceSpec(kickv1alpha1.CloudEventsBinary),
+	}
+	for _, tc := range []struct{ stored, want string }{
+		{"01" + fields + "-x\r\nX-Injected: 1", traceparent},
+		{"cc" + fields + "-" + strings.Repeat("a", 8192), traceparent},
+		{"01" + fields + "-rojo=00f067aa0ba902b7,congo=t61rcWkgMzE", traceparent},
+		{traceparent + "\r\nX-Injected: 1", ""},
+		{"00-bad\r\nX-Injected: 1", ""},
+	} {
+		for name, spec := range specs {
+			ev := phaseChange(kickv1alpha1.PhaseSucceeded, func(e *router.PhaseChanged) { e.Traceparent = tc.stored })
+			m := mustFormat(t, mustNew(t, spec, "rk"), ev)
+			for k, vs := range m.Header {
+				for _, v := range vs {
+					if strings.ContainsAny(v, "\r\n") || strings.Contains(v, "rojo") || strings.Contains(v, "aaaaaaaa") {
+						t.Fatalf("%s: header %s carries the stored text: %q", name, k, v)
+					}
+				}
+			}
+			if strings.Contains(string(m.Body), "X-Injected") || strings.Contains(string(m.Body), "rojo") || strings.Contains(string(m.Body), "aaaaaaaa") {
+				t.Fatalf("%s: the body carries the stored text", name)
+			}
+			got := m.Header.Get("Traceparent")
+			if spec.Format == kickv1alpha1.FormatCloudEvents {
+				e, _ := parseCloudEvent(t, m)
+				got, _ = e.Extensions()[TraceparentExtension].(string)
+			}
+			if got != tc.want {
+				t.Fatalf("%s: stored %.40q gave traceparent %q, want %q", name, tc.stored, got, tc.want)
+			}
 		}
 	}
 }

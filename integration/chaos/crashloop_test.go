@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -41,7 +40,7 @@ func TestCrashLoop(t *testing.T) {
 					return answered > 0 && pending > 0, err
 				})
 			} else {
-				time.Sleep(rand.N(window))
+				time.Sleep(l.randN(window)) // the fault's moment, from the seed
 			}
 			_, inFlight, err := l.progress()
 			if err != nil {

@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"regexp"
 	"testing"
 	"time"
@@ -46,7 +45,7 @@ func TestLeaderFailover(t *testing.T) {
 		writes := l.change(spread)
 		if r <= failovers {
 			// Kill in the middle third of the burst.
-			time.Sleep(spread/3 + rand.N(spread/3))
+			time.Sleep(spread/3 + l.randN(spread/3)) // the fault's moment, from the seed
 			lease, restart := failover(t, l, replicas, &selfExits)
 			leaseTimes, restartTimes = append(leaseTimes, lease), append(restartTimes, restart)
 			t.Logf("round %d: takeover: Lease after %s, first restart after %s", r, lease.Round(time.Millisecond), restart.Round(time.Millisecond))

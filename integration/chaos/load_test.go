@@ -22,7 +22,6 @@ import (
 	"github.com/kick-operator/kick/cmd/kick-devcluster/controlplane"
 	"github.com/kick-operator/kick/integration/cluster"
 	"github.com/kick-operator/kick/integration/fixture"
-	"github.com/kick-operator/kick/restart/freshness"
 )
 
 // policy restarts every workload of the namespace at once: no gate, no
@@ -32,24 +31,36 @@ const policy = "discovery: {workloadSelector: {}}\nrestart: {minInterval: 0s}"
 // load is n Deployments (app-000, ...), each consuming its own Secret (of
 // the same name) through an env valueFrom, in the fixture's namespace.
 // Changes go in rounds: a round writes every Secret once, and the next
-// round starts only once every Deployment restarted for the last one, so
-// no two changes of a Secret can be coalesced into one restart and each
-// Deployment must end with exactly one restart per round. A restart is a
-// pod-template change, so it is counted by metadata.generation, which
-// nothing else moves here.
+// round starts only once the cluster has settled after the last one (see
+// wait), so no two changes of a Secret can be coalesced into one restart
+// and each Deployment must restart exactly once per round. Each round is
+// counted on its own (count_test.go).
 type load struct {
 	f     *fixture.F
 	n     int
 	round int
 	// changes counts the Secret writes.
 	changes int
+	// rng orders the writes (and the tests' fault moments); only the test's
+	// goroutine uses it.
+	rng *rand.Rand
+	// quiet is how long the cluster must show no change before a round is
+	// counted.
+	quiet time.Duration
 
-	// latencies are write → restart stamp, of every change so far.
+	// startGens are the Deployments' generations when the current round
+	// started; rounds are the counts of the rounds so far.
+	startGens []int64
+	rounds    []roundCount
+
+	// latencies are write → restart stamp, of every change answered so far.
 	latencies []time.Duration
 
-	// mu guards what the writing goroutine sets: when each Secret got its
-	// last write, and in which round.
+	// mu guards what the writing goroutine sets: when each Secret's write
+	// of the current round began, when its last write returned, and in
+	// which round.
 	mu           sync.Mutex
+	writeStarted []time.Time
 	written      []time.Time
 	writtenRound []int
 }
@@ -74,7 +85,8 @@ func newLoad(f *fixture.F, n int) *load {
 			LocalObjectReference: corev1.LocalObjectReference{Name: name(i)}, Key: "v"}}}}
 		f.Deployment(name(i), 1, spec)
 	}
-	l := &load{f: f, n: n, written: make([]time.Time, n), writtenRound: make([]int, n)}
+	l := &load{f: f, n: n, rng: random(f.T), quiet: pick(3*time.Second, 10*time.Second),
+		writeStarted: make([]time.Time, n), written: make([]time.Time, n), writtenRound: make([]int, n)}
 	cluster.Eventually(f.T, 2*time.Minute, fmt.Sprintf("%d Deployments to become available", n), func() (bool, error) {
 		var list appsv1.DeploymentList
 		if err := f.Env.Client.List(f.Ctx, &list, client.InNamespace(f.NS)); err != nil {
@@ -98,14 +110,21 @@ func newLoad(f *fixture.F, n int) *load {
 	return l
 }
 
-// change starts the next round: it writes every Secret once, in random
-// order and evenly spread over spread, from a goroutine. A write the API
-// server refuses (an outage) is retried for up to two minutes. The channel
-// yields nil or the first failure once every write is done.
+// change starts the next round: it notes every Deployment's generation,
+// then writes every Secret once, in random order and evenly spread over
+// spread, from a goroutine. A write the API server refuses (an outage) is
+// retried for up to two minutes. The channel yields nil or the first
+// failure once every write is done.
 func (l *load) change(spread time.Duration) <-chan error {
+	l.f.T.Helper()
+	gens, err := l.generations()
+	if err != nil {
+		l.f.T.Fatal(err)
+	}
+	l.startGens = gens
 	l.round++
 	l.changes += l.n
-	round, order := l.round, rand.Perm(l.n)
+	round, order := l.round, l.rng.Perm(l.n)
 	done := make(chan error, 1)
 	go func() {
 		start := time.Now()
@@ -123,9 +142,20 @@ func (l *load) change(spread time.Duration) <-chan error {
 	return done
 }
 
+// randN returns a random duration in [0, d) from the test's seeded source.
+func (l *load) randN(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return time.Duration(l.rng.Int64N(int64(d)))
+}
+
 func (l *load) write(i, round int) error {
 	patch := fmt.Sprintf(`{"data":{"v":%q}}`, base64.StdEncoding.EncodeToString([]byte(strconv.Itoa(round))))
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: l.f.NS, Name: name(i)}}
+	l.mu.Lock()
+	l.writeStarted[i] = time.Now()
+	l.mu.Unlock()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -161,8 +191,8 @@ func (l *load) generations() ([]int64, error) {
 }
 
 // progress counts the Secrets written in the current round whose
-// Deployment has restarted for that write (answered) and has not yet
-// (pending: the changes in flight).
+// Deployment has restarted since the round started (answered) and has not
+// yet (pending: the changes in flight).
 func (l *load) progress() (answered, pending int, err error) {
 	gens, err := l.generations()
 	if err != nil {
@@ -173,112 +203,13 @@ func (l *load) progress() (answered, pending int, err error) {
 	for i, g := range gens {
 		switch {
 		case l.writtenRound[i] != l.round:
-		case g < int64(1+l.round):
+		case g <= l.startGens[i]:
 			pending++
 		default:
 			answered++
 		}
 	}
 	return answered, pending, nil
-}
-
-// wait waits until every Deployment restarted for the current round (its
-// generation is 1 + round), then records each change's latency. A
-// Deployment found further along is duplicated and ends the wait at once.
-func (l *load) wait(timeout time.Duration) error {
-	want := int64(1 + l.round)
-	err := cluster.Poll(timeout, fmt.Sprintf("every Deployment to restart for round %d", l.round), func() (bool, error) {
-		gens, err := l.generations()
-		if err != nil {
-			return false, err
-		}
-		var behind []string
-		for i, g := range gens {
-			switch {
-			case g > want:
-				return true, nil // duplicated: the final count reports it
-			case g < want:
-				behind = append(behind, name(i))
-			}
-		}
-		if len(behind) > 5 {
-			behind = append(behind[:5], "...")
-		}
-		return len(behind) == 0, fmt.Errorf("not restarted: %s", strings.Join(behind, ", "))
-	})
-	if err != nil {
-		return err
-	}
-	before := len(l.latencies)
-	if err := l.measure(); err != nil {
-		return err
-	}
-	p50, worst := percentiles(l.latencies[before:])
-	l.f.T.Logf("round %d: every Deployment restarted; write → restart p50 %s, max %s", l.round, p50, worst)
-	return nil
-}
-
-// measure records, per Deployment, the time from its Secret's last write
-// to the restart stamp KICK wrote for it: the moment KICK decided the
-// restart, just before its patch (both clocks are this machine's).
-func (l *load) measure() error {
-	var list appsv1.DeploymentList
-	if err := l.f.Env.Client.List(l.f.Ctx, &list, client.InNamespace(l.f.NS)); err != nil {
-		return err
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, d := range list.Items {
-		i, ok := l.index(d.Name)
-		if !ok {
-			continue
-		}
-		if stamp, ok := freshness.ParseStamp(d.Spec.Template.Annotations[freshness.RestartedAtAnnotation]); ok {
-			l.latencies = append(l.latencies, stamp.Sub(l.written[i]))
-		}
-	}
-	return nil
-}
-
-// count settles the manager (every KickRequest finished, then a canary
-// change restarted) and compares each Deployment's restarts with the
-// rounds: lost are changes without a restart, duplicated are restarts
-// beyond one per change.
-func (l *load) count() (restarts, lost, duplicated int) {
-	f := l.f
-	f.T.Helper()
-	if err := cluster.Poll(time.Minute, "every KickRequest to finish", func() (bool, error) {
-		open := 0
-		for _, kr := range f.Requests() {
-			if !kr.Status.Phase.IsTerminal() {
-				open++
-			}
-		}
-		return open == 0, fmt.Errorf("%d open", open)
-	}); err != nil {
-		f.T.Error(err)
-	} else {
-		f.Barrier()
-	}
-	gens, err := l.generations()
-	if err != nil {
-		f.T.Fatal(err)
-	}
-	for i, g := range gens {
-		got := int(g - 1)
-		restarts += got
-		switch {
-		case got < l.round:
-			lost += l.round - got
-			f.T.Errorf("%s restarted %d times for %d changes", name(i), got, l.round)
-			l.explain(name(i))
-		case got > l.round:
-			duplicated += got - l.round
-			f.T.Errorf("%s restarted %d times for %d changes", name(i), got, l.round)
-			l.explain(name(i))
-		}
-	}
-	return restarts, lost, duplicated
 }
 
 // explain logs what a failure needs to be understood for one Deployment:
@@ -326,7 +257,7 @@ func (l *load) figures(scenario string, restarts, lost, duplicated int, kv ...an
 	p50, worst := percentiles(l.latencies)
 	kv = append([]any{"deployments", l.n, "rounds", l.round, "changes", l.changes}, kv...)
 	kv = append(kv, "restarts", restarts, "lost", lost, "duplicated", duplicated,
-		"latency_p50", p50, "latency_max", worst, "form", pick("short", "full"))
+		"latency_p50", p50, "latency_max", worst, "form", pick("short", "full"), "seed", suiteSeed)
 	var b strings.Builder
 	b.WriteString("chaos: " + scenario)
 	for i := 0; i+1 < len(kv); i += 2 {

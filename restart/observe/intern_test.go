@@ -92,22 +92,3 @@ func TestInternTableBoundedInBytesForSmallSets(t *testing.T) {
 		t.Error("two equal small label sets are not shared")
 	}
 }
-
-// BenchmarkInternLargeLabelSets reports the heap the table keeps after a tenant's patches with
-// 1 MiB label sets (b.N patches).
-func BenchmarkInternLargeLabelSets(b *testing.B) {
-	labels := make([]map[string]string, 8)
-	for i := range labels {
-		labels[i] = bigLabels(1<<20, i)
-	}
-	before := heapInUse()
-	b.ResetTimer()
-	for i := range b.N {
-		internLabels(labels[i%len(labels)])
-	}
-	b.StopTimer()
-	labelSets.Lock()
-	b.ReportMetric(float64(labelSets.bytes), "table-bytes")
-	labelSets.Unlock()
-	b.ReportMetric(float64(int64(heapInUse())-int64(before))/(1<<20), "MiB-held")
-}

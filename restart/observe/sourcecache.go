@@ -18,8 +18,8 @@ import (
 )
 
 // SourceCache keeps the manager's cache of Secrets and ConfigMaps down to the sources that
-// matter: those some workload consumes, those with an observation record, and those named
-// with Follow. Most of a cluster's Secrets are consumed by nothing KICK watches (service
+// matter: those a managed workload consumes, those with an observation record, and those
+// named with Follow; within the bounds of SetFollowLimits. Most of a cluster's Secrets are consumed by nothing KICK watches (service
 // account tokens, Helm release Secrets, certificates); caching their metadata cost about
 // half a kilobyte each, the largest thing the manager held.
 //

@@ -19,9 +19,10 @@ import (
 
 // SourceCache keeps the manager's cache of Secrets and ConfigMaps down to the sources that
 // matter: those a managed workload consumes, those with an observation record, and those
-// named with Follow; within the bounds of SetFollowLimits. Most of a cluster's Secrets are consumed by nothing KICK watches (service
-// account tokens, Helm release Secrets, certificates); caching their metadata cost about
-// half a kilobyte each, the largest thing the manager held.
+// named with Follow, within the bounds of SetFollowLimits. Most of a cluster's Secrets are
+// consumed by nothing KICK watches (service account tokens, Helm release Secrets,
+// certificates); caching their metadata cost about half a kilobyte each, the largest thing
+// the manager held.
 //
 // It sits between the cache's informers and the API server (cache.Options.NewInformer): the
 // list and the watch of a source kind pass only the sources the SourceReconciler follows. A

@@ -179,3 +179,26 @@ func TestFollowLimits(t *testing.T) {
 		t.Error("after a deletion the namespace is still refused")
 	}
 }
+
+// TestNamespaceBudgetIsBounded: the budgets of more namespaces than maxBudgets do not pile up,
+// and a namespace's budget refills at its rate.
+func TestNamespaceBudgetIsBounded(t *testing.T) {
+	var b namespaceBudget
+	now := time.Unix(1_700_000_000, 0)
+	for i := range 3 * maxBudgets {
+		if wait := b.take(fmt.Sprintf("ns-%d", i), now, 10, 2); wait != 0 {
+			t.Fatalf("a new namespace waits %s for its first read", wait)
+		}
+	}
+	if n := len(b.buckets); n > maxBudgets {
+		t.Errorf("%d budgets kept, want at most %d", n, maxBudgets)
+	}
+	b.take("x", now, 10, 2)
+	b.take("x", now, 10, 2)
+	if wait := b.take("x", now, 10, 2); wait != 100*time.Millisecond {
+		t.Errorf("an empty budget at 10/s waits %s, want 100ms", wait)
+	}
+	if wait := b.take("x", now.Add(100*time.Millisecond), 10, 2); wait != 0 {
+		t.Errorf("after 100ms at 10/s the budget still waits %s", wait)
+	}
+}

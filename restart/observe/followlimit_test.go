@@ -14,7 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
+	k8sworkqueue "k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/discovery"
@@ -200,5 +203,27 @@ func TestNamespaceBudgetIsBounded(t *testing.T) {
 	}
 	if wait := b.take("x", now.Add(100*time.Millisecond), 10, 2); wait != 0 {
 		t.Errorf("after 100ms at 10/s the budget still waits %s", wait)
+	}
+}
+
+// TestUnmanagedWorkloadsNamesStayOutOfTheQueue: a workload no policy manages naming thousands
+// of sources puts none of them in the observer's queue; a managed one puts each.
+func TestUnmanagedWorkloadsNamesStayOutOfTheQueue(t *testing.T) {
+	managed := func(w client.Object) bool { return w.GetLabels()["kick"] == "managed" }
+	h := workloadHandler("Secret", managed)
+	q := k8sworkqueue.NewTypedRateLimitingQueue(k8sworkqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+
+	flood := manyRefs("ns", "flood", "r", 5000)
+	h.Create(context.Background(), event.CreateEvent{Object: flood}, q)
+	renamed := manyRefs("ns", "flood", "s", 5000)
+	h.Update(context.Background(), event.UpdateEvent{ObjectOld: flood, ObjectNew: renamed}, q)
+	if n := q.Len(); n != 0 {
+		t.Errorf("an unmanaged workload put %d names in the queue, want none", n)
+	}
+	renamed.Labels = map[string]string{"kick": "managed"}
+	h.Update(context.Background(), event.UpdateEvent{ObjectOld: flood, ObjectNew: renamed}, q)
+	if n := q.Len(); n != 5000 {
+		t.Errorf("a workload that became managed put %d names in the queue, want 5000", n)
 	}
 }

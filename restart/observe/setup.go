@@ -107,7 +107,7 @@ func (r *SourceReconciler) SetupWithManager(mgr manager.Manager, opts Options) e
 			})).
 			WithOptions(controller.Options{MaxConcurrentReconciles: workers})
 		for _, w := range r.Kinds.Objects() {
-			b = b.Watches(w, workloadHandler(kind.name))
+			b = b.Watches(w, workloadHandler(kind.name, r.managed))
 		}
 		if err := b.Complete(kindReconciler{r: r, kind: kind}); err != nil {
 			return err
@@ -155,21 +155,33 @@ func requestsFor(kind, namespace string, deps []discovery.Dependency) []reconcil
 	return reqs
 }
 
-// workloadHandler enqueues the sources of kind that a workload consumes when it appears, and
-// when its dependencies or labels change (its labels decide whether a policy manages it).
-func workloadHandler(kind string) handler.EventHandler {
+// workloadHandler enqueues the sources of kind that a managed workload consumes when it
+// appears, and when its dependencies or labels change (its labels decide whether a policy
+// manages it). The names an unmanaged workload references do not reach the queue: however
+// many there are, they cost one decision per workload event.
+func workloadHandler(kind string, managed func(client.Object) bool) handler.EventHandler {
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue) {
-			add(q, SourcesOf(kind, e.Object))
+			if managed(e.Object) {
+				add(q, SourcesOf(kind, e.Object))
+			}
 		},
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue) {
 			deps := discovery.FromWorkload(e.ObjectNew)
 			if maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) && slices.Equal(discovery.FromWorkload(e.ObjectOld), deps) {
 				return
 			}
-			add(q, requestsFor(kind, e.ObjectNew.GetNamespace(), deps))
+			if managed(e.ObjectNew) || managed(e.ObjectOld) {
+				add(q, requestsFor(kind, e.ObjectNew.GetNamespace(), deps))
+			}
 		},
 	}
+}
+
+// managed reports whether IsManaged manages the workload.
+func (r *SourceReconciler) managed(w client.Object) bool {
+	managed, _ := r.IsManaged(context.Background(), w)
+	return managed
 }
 
 // recordHandler re-observes the source of a deleted record, so a record removed by hand is

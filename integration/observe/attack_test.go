@@ -124,7 +124,7 @@ func TestSecretWithLargeLabels(t *testing.T) {
 	labels := func(round int) map[string]string {
 		out := map[string]string{}
 		for i, n := 0, 0; n < 1_000_000; i++ {
-			k, v := fmt.Sprintf("example.com/l-%05d", i), fmt.Sprintf("r%02d-%s", round, strings.Repeat("v", 96))
+			k, v := fmt.Sprintf("example.com/l-%05d", i), fmt.Sprintf("r%02d-%s", round, strings.Repeat("v", 56)) // values: at most 63 characters
 			out[k] = v
 			n += len(k) + len(v)
 		}

@@ -194,18 +194,23 @@ func TestEnqueueSourcesOf(t *testing.T) {
 	env := cluster.Get(t)
 	ns, keyNS := env.Namespace(t), env.Namespace(t)
 	var managed atomic.Bool
-	o := startObserverWith(t, ns, keyNS, func(context.Context, client.Object) (bool, func(map[string]string) bool) {
-		return managed.Load(), nil
+	o := startObserverWith(t, ns, keyNS, func(_ context.Context, w client.Object) (bool, func(map[string]string) bool) {
+		return managed.Load() || w.GetName() == "barrier", nil
 	})
-	// The workload first (its Secret does not exist yet), so that once the Secret is observed
-	// nothing but EnqueueSourcesOf can bring it back.
+	// The workload first (its Secret does not exist yet), then the Secret: an unmanaged
+	// workload's sources are neither queued nor cached, so only EnqueueSourcesOf can bring it.
 	d := deployment(ns, "web", secretEnv("db", "password"))
 	create(t, d)
-	o.waitObserved("Secret", "NotFound", 1)
 	create(t, newSecret(ns, "db", map[string]string{"password": "v1"}))
-	o.waitObserved("Secret", "Unconsumed", 1)
+	// A managed workload's Secret, created after both, is observed after them.
+	create(t, newSecret(ns, "b", map[string]string{"k": "v1"}))
+	create(t, deployment(ns, "barrier", secretEnv("b", "k")))
+	o.expect("Secret", "b", router.ClassBaseline)
 	if record(t, ns, "Secret", "db") != nil {
 		t.Fatal("a Secret consumed only by an unmanaged workload got a record")
+	}
+	if o.cachedSource(ns, "db") != nil || o.liveReadsOf("*v1.PartialObjectMetadata", "db") != 0 {
+		t.Fatal("a Secret consumed only by an unmanaged workload was read or cached")
 	}
 
 	managed.Store(true)

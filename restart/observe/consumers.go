@@ -42,19 +42,19 @@ func fieldIndexName(field string) string { return "field:" + field }
 
 func namespacedIndexKey(namespace, value string) string { return namespace + "/" + value }
 
-// consumed reports whether a workload of kind wk in namespace consumes the
-// source whose discovery.IndexKey is key; answered is false when the
-// index cannot be read directly.
-func (c *consumerIndex) consumed(ctx context.Context, wk workload.Kind, namespace, key string) (consumed, answered bool) {
+// consumers returns the workloads of kind wk in namespace that consume the
+// source whose discovery.IndexKey is key (the cache's objects: read only);
+// answered is false when the index cannot be read directly.
+func (c *consumerIndex) consumers(ctx context.Context, wk workload.Kind, namespace, key string) (objs []any, answered bool) {
 	idx := c.indexer(ctx, wk)
 	if idx == nil {
-		return false, false
+		return nil, false
 	}
 	objs, err := idx.ByIndex(fieldIndexName(discovery.SourceIndex), namespacedIndexKey(namespace, key))
 	if err != nil {
-		return false, false
+		return nil, false
 	}
-	return len(objs) > 0, true
+	return objs, true
 }
 
 // indexer returns the synced indexer of wk's informer holding

@@ -164,3 +164,9 @@ func TestConsumerIndexReadsControllerRuntimesIndex(t *testing.T) {
 		t.Errorf("another namespace: consumed %v, answered %v; want not consumed, answered", consumed, answered)
 	}
 }
+
+// consumed reports whether consumers found any.
+func (c *consumerIndex) consumed(ctx context.Context, wk workload.Kind, namespace, key string) (consumed, answered bool) {
+	objs, answered := c.consumers(ctx, wk, namespace, key)
+	return len(objs) > 0, answered
+}

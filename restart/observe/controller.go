@@ -75,6 +75,12 @@ type SourceReconciler struct {
 	// multiply by the worker count. 0 means DefaultMaxFullReads.
 	MaxFullReads int
 
+	// FetchRate and FetchBurst are each namespace's budget of reads of sources the cache does
+	// not hold (see namespaceBudget): FetchRate per second, up to FetchBurst at once. 0 means
+	// DefaultFetchRate and DefaultFetchBurst.
+	FetchRate  float64
+	FetchBurst int
+
 	triggers map[string]chan event.GenericEvent // per source kind; set by SetupWithManager
 	// consumerIndex lets followed read the workload informers' index
 	// directly; set by SetupWithManager (nil: through the List).
@@ -85,6 +91,7 @@ type SourceReconciler struct {
 	own         ownWrites
 	metrics     *metrics
 	fullReads   limiter
+	fetches     namespaceBudget
 }
 
 // DefaultMaxFullReads is the default of SourceReconciler.MaxFullReads. A full read of a source
@@ -140,7 +147,13 @@ type outcome struct {
 	published bool
 	theta     time.Time
 	consumers int
+	// retryAfter, when set, asks for the source to be reconciled again after it (its
+	// namespace spent its fetch budget, or reached its bound of followed sources).
+	retryAfter time.Duration
 }
+
+// followLimitRetry is how long a source refused by the follow limits waits to be tried again.
+const followLimitRetry = time.Minute
 
 // reconcileSource observes one source. Its metadata comes from the cache; its content is read
 // from the API server only when there is something to classify: the source is consumed (or
@@ -151,7 +164,18 @@ func (r *SourceReconciler) reconcileSource(ctx context.Context, kind sourceKind,
 		if apierrors.IsNotFound(err) && r.sourceCache != nil {
 			// Not cached: maybe gone, maybe a source nothing followed until a
 			// workload started consuming it. In that case the cache holds it now.
+			// Only a source a managed workload consumes (or with a record) is read,
+			// and the read is charged to its namespace.
+			if !r.followed(kind.name, stub(kind.name, key)) {
+				return outcome{skipped: "Unconsumed"}, nil
+			}
+			if wait := r.fetches.take(key.Namespace, r.now(), r.FetchRate, r.FetchBurst); wait > 0 {
+				return outcome{skipped: "Deferred", retryAfter: wait}, nil
+			}
 			found, err := r.sourceCache.Fetch(ctx, r.Live, kind.name, key)
+			if errors.Is(err, errFollowLimit) {
+				return outcome{skipped: "FollowLimit", retryAfter: followLimitRetry}, nil
+			}
 			if err != nil {
 				return outcome{}, err
 			}
@@ -264,6 +288,13 @@ func (r *SourceReconciler) reconcileSource(ctx context.Context, kind sourceKind,
 		out.published = true
 	}
 	return out, nil
+}
+
+// stub is a source's metadata with only its kind, namespace and name.
+func stub(kind string, key types.NamespacedName) client.Object {
+	m := SourceMetadata(kind)
+	m.Namespace, m.Name = key.Namespace, key.Name
+	return m
 }
 
 // lookWait bounds how long a change's record waits for the restarter to

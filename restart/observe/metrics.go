@@ -46,10 +46,11 @@ func register(reg prometheus.Registerer, c *prometheus.CounterVec) *prometheus.C
 }
 
 // cachedSources reports how many Secrets and ConfigMaps the SourceCache lets the manager's cache
-// hold, by kind: what the cache's memory grows with.
+// hold, by kind: what the cache's memory grows with; and how many it follows, and refused to
+// follow (see SetFollowLimits).
 type cachedSources struct {
-	cache *SourceCache
-	desc  *prometheus.Desc
+	cache                   *SourceCache
+	desc, followed, refused *prometheus.Desc
 }
 
 func registerCachedSources(reg prometheus.Registerer, c *SourceCache) error {
@@ -57,19 +58,34 @@ func registerCachedSources(reg prometheus.Registerer, c *SourceCache) error {
 		reg = crmetrics.Registry
 	}
 	err := reg.Register(cachedSources{cache: c, desc: prometheus.NewDesc("kick_observe_cached_sources",
-		"Secrets and ConfigMaps held in the manager's cache (metadata only), by kind: those a workload consumes, that have an observation record, or that another component follows.",
-		[]string{"kind"}, nil)})
+		"Secrets and ConfigMaps held in the manager's cache (metadata only), by kind: those a managed workload consumes, that have an observation record, or that another component follows.",
+		[]string{"kind"}, nil),
+		followed: prometheus.NewDesc("kick_observe_followed_sources",
+			"Secrets and ConfigMaps whose events the manager's cache receives, by kind; bounded per namespace and in all.",
+			[]string{"kind"}, nil),
+		refused: prometheus.NewDesc("kick_observe_follow_refusals_total",
+			"Secrets and ConfigMaps not followed (so not observed) because their namespace, or the cluster, reached the bound of followed sources, by kind.",
+			[]string{"kind"}, nil)})
 	if errors.As(err, new(prometheus.AlreadyRegisteredError)) {
 		return nil // a second manager in the same process: the first one's stays
 	}
 	return err
 }
 
-func (s cachedSources) Describe(ch chan<- *prometheus.Desc) { ch <- s.desc }
+func (s cachedSources) Describe(ch chan<- *prometheus.Desc) {
+	ch <- s.desc
+	ch <- s.followed
+	ch <- s.refused
+}
 
 func (s cachedSources) Collect(ch chan<- prometheus.Metric) {
 	for kind, n := range s.cache.held() {
 		ch <- prometheus.MustNewConstMetric(s.desc, prometheus.GaugeValue, float64(n), kind)
+	}
+	followed, refused := s.cache.followStats()
+	for kind, n := range followed {
+		ch <- prometheus.MustNewConstMetric(s.followed, prometheus.GaugeValue, float64(n), kind)
+		ch <- prometheus.MustNewConstMetric(s.refused, prometheus.CounterValue, float64(refused[kind]), kind)
 	}
 }
 

@@ -75,9 +75,9 @@ func (r *SourceReconciler) SetupWithManager(mgr manager.Manager, opts Options) e
 	r.consumerIndex = &consumerIndex{informers: mgr.GetCache()}
 	if opts.SourceCache != nil {
 		r.sourceCache = opts.SourceCache
-		// followed reads the workload indexes and the records: both must be complete
-		// before the first source is judged by it.
-		waitFor := append(r.Kinds.Objects(), &kickv1alpha1.SourceObservation{})
+		// followed reads the workload indexes, the policies (through IsManaged) and the
+		// records: all must be complete before the first source is judged by it.
+		waitFor := append(r.Kinds.Objects(), &kickv1alpha1.SourceObservation{}, &kickv1alpha1.KickPolicy{})
 		r.sourceCache.adopt(r.followed, mgr.GetCache(), waitFor)
 		if err := registerCachedSources(opts.Registerer, r.sourceCache); err != nil {
 			return err
@@ -107,7 +107,7 @@ func (r *SourceReconciler) SetupWithManager(mgr manager.Manager, opts Options) e
 			})).
 			WithOptions(controller.Options{MaxConcurrentReconciles: workers})
 		for _, w := range r.Kinds.Objects() {
-			b = b.Watches(w, workloadHandler(kind.name))
+			b = b.Watches(w, workloadHandler(kind.name, r.managed))
 		}
 		if err := b.Complete(kindReconciler{r: r, kind: kind}); err != nil {
 			return err
@@ -155,21 +155,33 @@ func requestsFor(kind, namespace string, deps []discovery.Dependency) []reconcil
 	return reqs
 }
 
-// workloadHandler enqueues the sources of kind that a workload consumes when it appears, and
-// when its dependencies or labels change (its labels decide whether a policy manages it).
-func workloadHandler(kind string) handler.EventHandler {
+// workloadHandler enqueues the sources of kind that a managed workload consumes when it
+// appears, and when its dependencies or labels change (its labels decide whether a policy
+// manages it). The names an unmanaged workload references do not reach the queue: however
+// many there are, they cost one decision per workload event.
+func workloadHandler(kind string, managed func(client.Object) bool) handler.EventHandler {
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue) {
-			add(q, SourcesOf(kind, e.Object))
+			if managed(e.Object) {
+				add(q, SourcesOf(kind, e.Object))
+			}
 		},
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue) {
 			deps := discovery.FromWorkload(e.ObjectNew)
 			if maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) && slices.Equal(discovery.FromWorkload(e.ObjectOld), deps) {
 				return
 			}
-			add(q, requestsFor(kind, e.ObjectNew.GetNamespace(), deps))
+			if managed(e.ObjectNew) || managed(e.ObjectOld) {
+				add(q, requestsFor(kind, e.ObjectNew.GetNamespace(), deps))
+			}
 		},
 	}
+}
+
+// managed reports whether IsManaged manages the workload.
+func (r *SourceReconciler) managed(w client.Object) bool {
+	managed, _ := r.IsManaged(context.Background(), w)
+	return managed
 }
 
 // recordHandler re-observes the source of a deleted record, so a record removed by hand is
@@ -216,6 +228,11 @@ type kindReconciler struct {
 
 func (k kindReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	out, err := k.r.reconcileSource(ctx, k.kind, req.NamespacedName)
+	if err == nil && out.retryAfter > 0 {
+		// Not observed yet: its namespace waits for its own budget, not holding a worker.
+		k.r.metrics.observed(k.kind.name, out)
+		return reconcile.Result{RequeueAfter: out.retryAfter}, nil
+	}
 	if err == nil {
 		// The record now matches the source (written, unchanged, or the source is gone):
 		// a failed earlier write no longer holds restarts back.
@@ -237,24 +254,36 @@ func (k kindReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 	return reconcile.Result{}, err
 }
 
-// followed reports whether an event of a source can matter: some workload
-// consumes the source, or it has an observation record. Events of every
-// other Secret and ConfigMap (most of a cluster's) stop here, before the
-// queue. A workload that starts consuming a source enqueues it itself (see
-// workloadHandler). When the cache cannot answer, the event goes through.
+// followed reports whether an event of a source can matter: a managed
+// workload (IsManaged) consumes the source, or it has an observation record.
+// Events of every other Secret and ConfigMap (most of a cluster's, and every
+// name an unmanaged workload references) stop here, before the queue; the
+// cache does not hold them and Fetch does not read them. A workload that
+// starts consuming a source, or becomes managed, enqueues it itself (see
+// workloadHandler, EnqueueSourcesOf). When the cache cannot answer, the
+// event goes through.
 func (r *SourceReconciler) followed(kind string, src client.Object) bool {
 	ctx := context.Background()
 	indexKey := discovery.IndexKey(kind, src.GetName())
 	for _, wk := range r.Kinds.Kinds() {
-		if consumed, answered := r.consumerIndex.consumed(ctx, wk, src.GetNamespace(), indexKey); answered {
-			if consumed {
+		consumers, answered := r.consumerIndex.consumers(ctx, wk, src.GetNamespace(), indexKey)
+		if !answered {
+			list := wk.NewList()
+			if err := r.Client.List(ctx, list, client.InNamespace(src.GetNamespace()), client.MatchingFields{discovery.SourceIndex: indexKey}); err != nil {
 				return true
 			}
-			continue
+			items, _ := meta.ExtractList(list)
+			consumers = make([]any, len(items))
+			for i := range items {
+				consumers[i] = items[i]
+			}
 		}
-		list := wk.NewList()
-		if err := r.Client.List(ctx, list, client.InNamespace(src.GetNamespace()), client.MatchingFields{discovery.SourceIndex: indexKey}); err != nil || meta.LenList(list) > 0 {
-			return true
+		for _, o := range consumers {
+			if w, ok := o.(client.Object); ok && w.GetDeletionTimestamp() == nil {
+				if managed, _ := r.IsManaged(ctx, w); managed {
+					return true
+				}
+			}
 		}
 	}
 	var rec kickv1alpha1.SourceObservation

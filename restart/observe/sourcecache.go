@@ -18,10 +18,11 @@ import (
 )
 
 // SourceCache keeps the manager's cache of Secrets and ConfigMaps down to the sources that
-// matter: those some workload consumes, those with an observation record, and those named
-// with Follow. Most of a cluster's Secrets are consumed by nothing KICK watches (service
-// account tokens, Helm release Secrets, certificates); caching their metadata cost about
-// half a kilobyte each, the largest thing the manager held.
+// matter: those a managed workload consumes, those with an observation record, and those
+// named with Follow, within the bounds of SetFollowLimits. Most of a cluster's Secrets are
+// consumed by nothing KICK watches (service account tokens, Helm release Secrets,
+// certificates); caching their metadata cost about half a kilobyte each, the largest thing
+// the manager held.
 //
 // It sits between the cache's informers and the API server (cache.Options.NewInformer): the
 // list and the watch of a source kind pass only the sources the SourceReconciler follows. A
@@ -42,6 +43,8 @@ type SourceCache struct {
 	readied   bool
 	feeds     map[string]*sourceFeed
 	always    map[sourceKey]struct{}
+	// perNamespace and total bound the followed set of each kind (see SetFollowLimits).
+	perNamespace, total int
 }
 
 // sourceKey names one source.
@@ -56,6 +59,10 @@ type sourceFeed struct {
 	indexer toolscache.Indexer
 	// followed are the sources whose events pass, whatever their consumers.
 	followed map[types.NamespacedName]struct{}
+	// perNamespace counts followed by namespace; capped are the namespaces at their bound.
+	perNamespace map[string]int
+	capped       map[string]bool
+	refusals     int // sources not followed because of a bound
 	// fetching counts, per source being fetched, the events of it that passed meanwhile.
 	fetching map[types.NamespacedName]*fetch
 }
@@ -130,7 +137,8 @@ func (c *SourceCache) NewInformer(lw toolscache.ListerWatcher, obj runtime.Objec
 func (c *SourceCache) feedLocked(kind string) *sourceFeed {
 	f := c.feeds[kind]
 	if f == nil {
-		f = &sourceFeed{kind: kind, followed: map[types.NamespacedName]struct{}{}, fetching: map[types.NamespacedName]*fetch{}}
+		f = &sourceFeed{kind: kind, followed: map[types.NamespacedName]struct{}{}, fetching: map[types.NamespacedName]*fetch{},
+			perNamespace: map[string]int{}, capped: map[string]bool{}}
 		c.feeds[kind] = f
 	}
 	return f
@@ -155,7 +163,8 @@ func sourceKindOf(obj runtime.Object) string {
 }
 
 // passes decides whether an object of the feed goes to the informer, and remembers it as
-// followed when it does. Called for every listed object and watch event.
+// followed when it does; a source the follow limits refuse does not pass (see
+// followLocked). Called for every listed object and watch event.
 func (c *SourceCache) passes(f *sourceFeed, obj client.Object) bool {
 	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	c.mu.Lock()
@@ -167,33 +176,34 @@ func (c *SourceCache) passes(f *sourceFeed, obj client.Object) bool {
 		return true
 	}
 	pass := followed || always || c.wanted(follows, keepers, f.kind, obj)
-	if pass {
-		c.mu.Lock()
-		f.followed[key] = struct{}{}
-		if st := f.fetching[key]; st != nil {
-			st.passed++
-		}
-		c.mu.Unlock()
+	if !pass {
+		return false
+	}
+	c.mu.Lock()
+	first := false
+	if !always {
+		pass, first = c.followLocked(f, key)
+	}
+	if st := f.fetching[key]; st != nil && pass {
+		st.passed++
+	}
+	c.mu.Unlock()
+	if first {
+		c.logRefused(f.kind, key)
 	}
 	return pass
 }
 
-// forgetDeleted stops following a deleted source that nothing follows any more, so the
-// followed set does not grow with every consumed Secret a cluster ever deleted.
+// forgetDeleted stops following a deleted source, so the followed set holds only sources that
+// exist: it does not grow with every consumed Secret a tenant creates and deletes. A source
+// created again under the name passes again if something follows it then.
 func (c *SourceCache) forgetDeleted(f *sourceFeed, obj client.Object) {
-	c.mu.Lock()
-	follows, keepers := c.follows, c.keepers
-	_, always := c.always[sourceKey{f.kind, obj.GetNamespace(), obj.GetName()}]
-	c.mu.Unlock()
-	if follows == nil || always || c.wanted(follows, keepers, f.kind, obj) {
-		return
-	}
 	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if f.fetching[key] == nil {
-		delete(f.followed, key)
+		c.unfollowLocked(f, key)
 	}
-	c.mu.Unlock()
 }
 
 // waitReady waits, before the first list or watch, for the informers the filter reads.
@@ -220,7 +230,10 @@ func (c *SourceCache) waitReady(ctx context.Context) error {
 // it reads the source's metadata through live (the API server) and, unless an event of it
 // reached the informer meanwhile, puts it into the informer's store. From then on the source
 // is followed. found reports whether the source exists; when it does, the cache holds it or
-// an event on its way will. A source the cache holds already is not read.
+// an event on its way will. A source the cache holds already is not read. A source that does
+// not exist is not followed (a name a workload references but nobody created costs nothing
+// after the read), and one the follow limits refuse is not read: Fetch returns
+// errFollowLimit.
 func (c *SourceCache) Fetch(ctx context.Context, live client.Reader, kind string, key types.NamespacedName) (found bool, err error) {
 	c.mu.Lock()
 	f := c.feeds[kind]
@@ -232,6 +245,14 @@ func (c *SourceCache) Fetch(ctx context.Context, live client.Reader, kind string
 		c.mu.Unlock()
 		return true, nil
 	}
+	ok, first := c.followLocked(f, key)
+	if !ok {
+		c.mu.Unlock()
+		if first {
+			c.logRefused(kind, key)
+		}
+		return false, errFollowLimit
+	}
 	st := f.fetching[key]
 	if st == nil {
 		st = &fetch{}
@@ -239,7 +260,6 @@ func (c *SourceCache) Fetch(ctx context.Context, live client.Reader, kind string
 	}
 	st.waiters++
 	before := st.passed
-	f.followed[key] = struct{}{}
 	c.mu.Unlock()
 
 	src := SourceMetadata(kind)
@@ -252,6 +272,12 @@ func (c *SourceCache) Fetch(ctx context.Context, live client.Reader, kind string
 	passed := st.passed != before
 	if st.waiters--; st.waiters == 0 {
 		delete(f.fetching, key)
+		if err != nil && !passed {
+			// Not there (or not read): nothing to follow unless another read stored it.
+			if _, held, _ := f.indexer.GetByKey(key.String()); !held {
+				c.unfollowLocked(f, key)
+			}
+		}
 	}
 	switch {
 	case apierrors.IsNotFound(err):

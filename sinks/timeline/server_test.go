@@ -57,12 +57,17 @@ func get(t *testing.T, h http.Handler, path string, out any) int {
 // lanes and not b's, and is refused b's workload and graph; a caller
 // without a token gets 401.
 func TestAccessFiltersNamespaces(t *testing.T) {
-	access := func(r *http.Request) (func(context.Context, string) bool, int) {
+	access := func(r *http.Request) (func(context.Context, string) int, int) {
 		switch r.Header.Get("Authorization") {
 		case "":
 			return nil, http.StatusUnauthorized
 		}
-		return func(_ context.Context, ns string) bool { return ns == "a" }, http.StatusOK
+		return func(_ context.Context, ns string) int {
+			if ns == "a" {
+				return http.StatusOK
+			}
+			return http.StatusForbidden
+		}, http.StatusOK
 	}
 	objs := append(managedDeployment("a", "web"), managedDeployment("b", "api")...)
 	s, h := testServer(t, access, objs...)

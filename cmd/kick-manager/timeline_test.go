@@ -17,7 +17,7 @@ func TestTimelineOffLoopbackNeedsTLS(t *testing.T) {
 		return o.validate()
 	}
 	for _, addr := range []string{":8082", "0.0.0.0:8082", "10.1.2.3:8082"} {
-		err := validate("--timeline-bind-address="+addr)
+		err := validate("--timeline-bind-address=" + addr)
 		if err == nil || !strings.Contains(err.Error(), "--timeline-cert-dir") {
 			t.Errorf("%s without a certificate: %v", addr, err)
 		}

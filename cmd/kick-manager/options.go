@@ -112,7 +112,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.Var(&o.webhookDenyCIDRs, "webhook-deny-cidrs", "comma-separated CIDRs notification webhooks may never reach, in addition to those always refused (loopback, unspecified, link-local, cloud metadata addresses)")
 	fs.StringVar(&o.timelineAddr, "timeline-bind-address", "127.0.0.1:8082", "address the timeline UI and API bind to; 0 disables it. On a loopback address anyone who can reach it may read it; elsewhere a caller needs a bearer token and sees only namespaces in which it may list KickRequests")
 	fs.StringVar(&o.timelineCertDir, "timeline-cert-dir", "", "directory holding tls.crt and tls.key for the timeline, which then speaks HTTPS (reloaded when they change); required off loopback")
-	fs.IntVar(&o.timelineHistorySize, "timeline-history-size", 50000, "entries the timeline keeps in memory at most (oldest go first)")
+	fs.IntVar(&o.timelineHistorySize, "timeline-history-size", 50000, "entries the timeline keeps in memory at most; when full, the namespace holding the most loses its oldest entry")
 	fs.DurationVar(&o.timelineHistoryAge, "timeline-history-age", 24*time.Hour, "how long the timeline keeps an entry; 0 keeps entries until --timeline-history-size pushes them out")
 	fs.StringVar(&o.otlpEndpoint, "otel-otlp-endpoint", "", "host:port of an OTLP/gRPC collector that receives one OpenTelemetry trace per restart cycle (empty: tracing is off and costs nothing)")
 	fs.BoolVar(&o.otlpInsecure, "otel-otlp-insecure", false, "send traces to --otel-otlp-endpoint without TLS")

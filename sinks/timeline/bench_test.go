@@ -57,11 +57,10 @@ func BenchmarkOverview1000x20000(b *testing.B) {
 	for _, ev := range evs {
 		h.Add(FromRouter(ev)...)
 	}
-	all := func(string) bool { return true }
 	var size int
 	for b.Loop() {
 		es := h.Select(nil)
-		o := buildOverview(time.Time{}, time.Now(), nil, es, all)
+		o := buildOverview(time.Time{}, time.Now(), nil, es)
 		cw := &countingWriter{}
 		if err := json.NewEncoder(cw).Encode(o); err != nil {
 			b.Fatal(err)

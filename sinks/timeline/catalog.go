@@ -37,15 +37,23 @@ type catalog struct {
 }
 
 // discover returns the workloads of namespace ("": all) that KickPolicies
-// select, sorted by namespace, kind and name, and the policies read.
-func (c catalog) discover(ctx context.Context, namespace string) ([]Discovered, []kickv1alpha1.KickPolicy, error) {
-	var policies kickv1alpha1.KickPolicyList
-	if err := c.reader.List(ctx, &policies, client.InNamespace(namespace)); err != nil {
+// select, sorted by namespace, kind and name, and the policies read; only
+// those of namespaces may accepts. It asks may before it lists a
+// namespace's workloads, so a caller who may see one namespace costs one
+// namespace's lists, and reads the cache without deep copies (it only
+// reads labels and pod specs, and keeps names and copies of them).
+func (c catalog) discover(ctx context.Context, namespace string, may func(string) bool) ([]Discovered, []kickv1alpha1.KickPolicy, error) {
+	var all kickv1alpha1.KickPolicyList
+	if err := c.reader.List(ctx, &all, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, err
 	}
 	byNS := map[string][]kickv1alpha1.KickPolicy{}
-	for _, p := range policies.Items {
-		byNS[p.Namespace] = append(byNS[p.Namespace], p)
+	var policies []kickv1alpha1.KickPolicy
+	for _, p := range all.Items {
+		if _, seen := byNS[p.Namespace]; seen || may(p.Namespace) {
+			byNS[p.Namespace] = append(byNS[p.Namespace], p)
+			policies = append(policies, p)
+		}
 	}
 	var out []Discovered
 	for ns, ps := range byNS {
@@ -55,7 +63,7 @@ func (c catalog) discover(ctx context.Context, namespace string) ([]Discovered, 
 		}
 		for _, k := range c.kinds.Kinds() {
 			list := k.NewList()
-			if err := c.reader.List(ctx, list, client.InNamespace(ns)); err != nil {
+			if err := c.reader.List(ctx, list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 				return nil, nil, err
 			}
 			for _, obj := range workload.Items(list) {
@@ -81,7 +89,7 @@ func (c catalog) discover(ctx context.Context, namespace string) ([]Discovered, 
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
-	return out, policies.Items, nil
+	return out, policies, nil
 }
 
 // consumers returns the workloads in namespace that consume the source

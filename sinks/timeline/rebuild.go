@@ -13,9 +13,10 @@ import (
 )
 
 // rebuild fills h with what KICK's durable objects in the cache still
-// tell: every KickRequest's cycle, the last change of every
-// SourceObservation (on each consumer) and the cached Events of managed
-// workloads and requests. A restarted manager shows the last hours this way.
+// tell: every KickRequest's cycle and the last change of every
+// SourceObservation (on each consumer). A restarted manager shows the last
+// hours this way; the Events the API server still holds come through the
+// first list of watchEvents.
 func (c catalog) rebuild(ctx context.Context, h *History) error {
 	var errs []error
 	var requests kickv1alpha1.KickRequestList
@@ -38,25 +39,23 @@ func (c catalog) rebuild(ctx context.Context, h *History) error {
 		}
 		h.Add(entry.FromObservation(rec, consumers)...)
 	}
-	var events corev1.EventList
-	if err := c.reader.List(ctx, &events); err != nil {
-		errs = append(errs, err)
-	}
-	for i := range events.Items {
-		if e, ok := c.fromEvent(ctx, &events.Items[i]); ok {
-			h.Add(e)
-		}
-	}
 	return errors.Join(errs...)
 }
 
 // fromEvent is the entry of an Event about a managed workload or a
 // KickRequest (shown on its target's lane); false for any other Event.
+//
+// An Event counts only for objects of its own namespace: whoever may
+// create Events in one namespace can name any object in involvedObject,
+// and an Event of namespace a about a workload of namespace b would
+// otherwise put a's words on b's lane. The API server files every Event it
+// makes, and KICK's recorder files every Event it makes, in the namespace
+// of the object concerned.
 func (c catalog) fromEvent(ctx context.Context, ev *corev1.Event) (entry.Entry, bool) {
 	ref := ev.InvolvedObject
-	ns := ref.Namespace
-	if ns == "" {
-		ns = ev.Namespace
+	ns := ev.Namespace
+	if ref.Namespace != "" && ref.Namespace != ns {
+		return entry.Entry{}, false
 	}
 	if ref.Kind == "KickRequest" {
 		var kr kickv1alpha1.KickRequest

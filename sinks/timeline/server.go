@@ -6,15 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
-	"net"
 	"net/http"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
@@ -23,30 +20,37 @@ import (
 	"github.com/kick-operator/kick/sinks/timeline/entry"
 )
 
-// The manager reads Events (to show them on the lanes) from its cache.
-// +kubebuilder:rbac:groups="",resources=events,verbs=get;list;watch
-
 //go:embed ui
 var uiFiles embed.FS
 
-// Access decides what the caller of r may see: may reports whether it may
-// see a namespace; a status other than 200 refuses the request (401 without
-// a valid bearer token, 503 when it cannot be checked). A nil Access lets
-// everyone see everything (loopback only).
-type Access func(r *http.Request) (may func(ctx context.Context, namespace string) bool, status int)
+// Access decides what the caller of r may see. A status other than 200
+// refuses the request (401 without a valid bearer token, 429 when too many
+// new callers are being checked, 503 when it cannot be checked). may
+// answers per namespace: 200 (may see it), 403 (may not) or one of those
+// refusals, which then refuses the whole request rather than leaving the
+// namespace out silently. A nil Access lets everyone see everything
+// (loopback only).
+type Access func(r *http.Request) (may func(ctx context.Context, namespace string) int, status int)
 
 // Options configure a Server.
 type Options struct {
-	// Addr is the listen address, e.g. 127.0.0.1:8082.
+	// Addr is the listen address, e.g. 127.0.0.1:8082. Off loopback the
+	// server needs CertDir (see CheckTLS).
 	Addr string
+	// CertDir holds tls.crt and tls.key (reloaded when they change); the
+	// server speaks HTTPS with them. Empty: plain HTTP, loopback only.
+	CertDir string
 	// Cache is the manager's cache: every read comes from it.
 	Cache cache.Cache
 	Kinds *workload.Registry
 	// History receives the router's events (from Subscription) and the rebuilt entries.
 	History      *History
 	Subscription *router.Subscription
-	Access       Access
-	Log          logr.Logger
+	// Events lists and watches the Events to show (see EventSource); nil:
+	// none.
+	Events toolscache.ListerWatcher
+	Access Access
+	Log    logr.Logger
 }
 
 // Server is the timeline: recorder, rebuild and HTTP server. It is a
@@ -59,48 +63,6 @@ type Server struct {
 // New returns a server; call Start (the manager does) to run it.
 func New(opts Options) *Server {
 	return &Server{opts: opts, cat: catalog{reader: opts.Cache, kinds: opts.Kinds}}
-}
-
-// EventCacheOptions is how the manager caches Events for the timeline:
-// only Events about objects outside the core group (so no Pod or Node
-// Events: workloads, KickRequests and the like) other than ReplicaSets
-// (their pod creations and deletions, the bulk of the rest, are on no lane),
-// cut down to what an entry shows.
-func EventCacheOptions() cache.ByObject {
-	return cache.ByObject{
-		Field: fields.AndSelectors(
-			fields.OneTermNotEqualSelector("involvedObject.apiVersion", "v1"),
-			fields.OneTermNotEqualSelector("involvedObject.kind", "ReplicaSet"),
-		),
-		Transform: stripEvent,
-	}
-}
-
-// stripEvent cuts a decoded Event down in place: a copy would leave the
-// decoded Event's slot free between the cached ones, heap the runtime
-// cannot return.
-func stripEvent(obj any) (any, error) {
-	ev, ok := obj.(*corev1.Event)
-	if !ok || ev == nil {
-		return obj, nil
-	}
-	out := corev1.Event{
-		InvolvedObject: corev1.ObjectReference{APIVersion: ev.InvolvedObject.APIVersion, Kind: ev.InvolvedObject.Kind,
-			Namespace: ev.InvolvedObject.Namespace, Name: ev.InvolvedObject.Name},
-		Reason: ev.Reason, Message: ev.Message, Type: ev.Type,
-		FirstTimestamp: ev.FirstTimestamp, LastTimestamp: ev.LastTimestamp, EventTime: ev.EventTime, Count: ev.Count,
-	}
-	out.Namespace, out.Name, out.UID, out.ResourceVersion = ev.Namespace, ev.Name, ev.UID, ev.ResourceVersion
-	out.CreationTimestamp = ev.CreationTimestamp
-	if ev.Series != nil {
-		out.Series = &corev1.EventSeries{Count: ev.Series.Count, LastObservedTime: ev.Series.LastObservedTime}
-	}
-	if len(out.Message) > 1024 {
-		// A copy: a slice of the message would keep all of it.
-		out.Message = strings.Clone(out.Message[:1024])
-	}
-	*ev = out
-	return ev, nil
 }
 
 // NeedLeaderElection is false: every replica serves its timeline.
@@ -116,16 +78,14 @@ func (s *Server) Start(ctx context.Context) error {
 	if !s.opts.Cache.WaitForCacheSync(ctx) {
 		return nil
 	}
-	if err := s.watchEvents(ctx); err != nil {
-		s.opts.Log.Error(err, "timeline: cannot watch Events; lanes show KICK's own entries only")
-	}
 	start := time.Now()
 	if err := s.cat.rebuild(ctx, s.opts.History); err != nil {
 		s.opts.Log.Error(err, "timeline: rebuilding from the cache was incomplete")
 	}
 	s.opts.Log.Info("timeline history rebuilt from the cache", "entries", s.opts.History.Len(), "took", time.Since(start).String())
+	s.watchEvents(ctx)
 
-	l, err := net.Listen("tcp", s.opts.Addr)
+	l, scheme, err := s.listen(ctx)
 	if err != nil {
 		s.opts.Log.Error(err, "timeline: cannot listen; the timeline is off", "address", s.opts.Addr)
 		<-ctx.Done()
@@ -138,32 +98,11 @@ func (s *Server) Start(ctx context.Context) error {
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	s.opts.Log.Info("timeline serving", "url", "http://"+l.Addr().String()+"/timeline/ui", "authenticated", s.opts.Access != nil)
+	s.opts.Log.Info("timeline serving", "url", scheme+"://"+l.Addr().String()+"/timeline/ui", "authenticated", s.opts.Access != nil)
 	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		s.opts.Log.Error(err, "timeline server stopped")
 	}
 	return nil
-}
-
-// watchEvents adds new and updated Events of managed workloads and
-// KickRequests to the history.
-func (s *Server) watchEvents(ctx context.Context) error {
-	inf, err := s.opts.Cache.GetInformer(ctx, &corev1.Event{})
-	if err != nil {
-		return err
-	}
-	add := func(obj any) {
-		if ev, ok := obj.(*corev1.Event); ok {
-			if e, ok := s.cat.fromEvent(ctx, ev); ok {
-				s.opts.History.Add(e)
-			}
-		}
-	}
-	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    add,
-		UpdateFunc: func(_, obj any) { add(obj) },
-	})
-	return err
 }
 
 // Handler serves the UI and the JSON API.
@@ -183,7 +122,22 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /timeline", s.api(s.workload))
 	mux.HandleFunc("GET /timeline/discovery", s.api(s.discovery))
 	mux.HandleFunc("GET /timeline/dag", s.api(s.dag))
-	return securityHeaders(mux)
+	var h http.Handler = mux
+	if LoopbackOnly(s.opts.Addr) {
+		h = localHostOnly(h)
+	}
+	return securityHeaders(h)
+}
+
+// refuse answers a request Access did not let through.
+func refuse(w http.ResponseWriter, status int) {
+	switch status {
+	case http.StatusUnauthorized:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="kick-timeline"`)
+	case http.StatusTooManyRequests:
+		w.Header().Set("Retry-After", "1")
+	}
+	http.Error(w, http.StatusText(status), status)
 }
 
 func securityHeaders(next http.Handler) http.Handler {
@@ -211,26 +165,32 @@ func badRequest(msg string) error { return &apiError{status: http.StatusBadReque
 func (s *Server) api(fn func(r *http.Request, may func(string) bool) (any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		may := func(string) bool { return true }
+		refused := 0 // a namespace check that could not be answered
 		if s.opts.Access != nil {
 			check, status := s.opts.Access(r)
 			if status != http.StatusOK {
-				if status == http.StatusUnauthorized {
-					w.Header().Set("WWW-Authenticate", `Bearer realm="kick-timeline"`)
-				}
-				http.Error(w, http.StatusText(status), status)
+				refuse(w, status)
 				return
 			}
 			memo := map[string]bool{}
 			may = func(ns string) bool {
 				ok, seen := memo[ns]
-				if !seen {
-					ok = check(r.Context(), ns)
+				if !seen && refused == 0 {
+					code := check(r.Context(), ns)
+					if code != http.StatusOK && code != http.StatusForbidden {
+						refused = code
+					}
+					ok = code == http.StatusOK
 					memo[ns] = ok
 				}
 				return ok
 			}
 		}
 		body, err := fn(r, may)
+		if refused != 0 {
+			refuse(w, refused)
+			return
+		}
 		if err != nil {
 			status := http.StatusInternalServerError
 			var ae *apiError
@@ -268,25 +228,24 @@ func (s *Server) overview(r *http.Request, may func(string) bool) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	managed, _, err := s.cat.discover(r.Context(), "")
+	managed, _, err := s.cat.discover(r.Context(), "", may)
 	if err != nil {
 		return nil, err
 	}
 	es := s.opts.History.Select(func(e *entry.Entry) bool {
 		return !e.Time.Before(from) && !e.Time.After(to) && may(e.Namespace)
 	})
-	return buildOverview(from, to, managed, es, may), nil
+	return buildOverview(from, to, managed, es), nil
 }
 
 // buildOverview groups entries into lanes: one per managed workload (even
-// without entries) and one per other workload that has entries.
-func buildOverview(from, to time.Time, managed []Discovered, es []entry.Entry, may func(string) bool) Overview {
+// without entries) and one per other workload that has entries. Both come
+// filtered by what the caller may see.
+func buildOverview(from, to time.Time, managed []Discovered, es []entry.Entry) Overview {
 	entry.Narrate(es)
 	lanes := map[string]*Lane{}
 	for _, d := range managed {
-		if may(d.Namespace) {
-			lanes[d.Key()] = &Lane{Workload: d.Workload, Policy: d.Policy, Entries: []entry.Entry{}}
-		}
+		lanes[d.Key()] = &Lane{Workload: d.Workload, Policy: d.Policy, Entries: []entry.Entry{}}
 	}
 	for _, e := range es {
 		l := lanes[e.Key()]
@@ -373,7 +332,7 @@ func (s *Server) discovery(r *http.Request, may func(string) bool) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	ws, _, err := s.cat.discover(r.Context(), ns)
+	ws, _, err := s.cat.discover(r.Context(), ns, may)
 	if err != nil {
 		return nil, err
 	}
@@ -415,7 +374,7 @@ func (s *Server) dag(r *http.Request, may func(string) bool) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ws, policies, err := s.cat.discover(r.Context(), ns)
+	ws, policies, err := s.cat.discover(r.Context(), ns, may)
 	if err != nil {
 		return nil, err
 	}

@@ -57,12 +57,17 @@ func get(t *testing.T, h http.Handler, path string, out any) int {
 // lanes and not b's, and is refused b's workload and graph; a caller
 // without a token gets 401.
 func TestAccessFiltersNamespaces(t *testing.T) {
-	access := func(r *http.Request) (func(context.Context, string) bool, int) {
+	access := func(r *http.Request) (func(context.Context, string) int, int) {
 		switch r.Header.Get("Authorization") {
 		case "":
 			return nil, http.StatusUnauthorized
 		}
-		return func(_ context.Context, ns string) bool { return ns == "a" }, http.StatusOK
+		return func(_ context.Context, ns string) int {
+			if ns == "a" {
+				return http.StatusOK
+			}
+			return http.StatusForbidden
+		}, http.StatusOK
 	}
 	objs := append(managedDeployment("a", "web"), managedDeployment("b", "api")...)
 	s, h := testServer(t, access, objs...)
@@ -99,6 +104,70 @@ func TestAccessFiltersNamespaces(t *testing.T) {
 	var disc Discovery
 	if code := get(t, withToken, "/timeline/discovery?namespace=a&name=WE", &disc); code != http.StatusOK || len(disc.Workloads) != 1 || disc.Workloads[0].Policy != "restart-all" {
 		t.Fatalf("discovery of a: %d %+v", code, disc)
+	}
+}
+
+// listCounter records the namespaces in which workloads are listed.
+type listCounter struct {
+	client.Reader
+	workloadLists map[string]int
+}
+
+func (l *listCounter) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*appsv1.DeploymentList); ok {
+		o := (&client.ListOptions{}).ApplyOptions(opts)
+		l.workloadLists[o.Namespace]++
+	}
+	return l.Reader.List(ctx, list, opts...)
+}
+
+// TestOverviewListsOnlyVisibleNamespaces plays a viewer of one namespace in
+// a cluster of many: the overview reads the workloads of that namespace
+// only, not every workload before filtering.
+func TestOverviewListsOnlyVisibleNamespaces(t *testing.T) {
+	access := func(*http.Request) (func(context.Context, string) int, int) {
+		return func(_ context.Context, ns string) int {
+			if ns == "a" {
+				return http.StatusOK
+			}
+			return http.StatusForbidden
+		}, http.StatusOK
+	}
+	var objs []client.Object
+	for _, ns := range []string{"a", "b", "c", "d"} {
+		objs = append(objs, managedDeployment(ns, "web")...)
+	}
+	s, _ := testServer(t, access, objs...)
+	lc := &listCounter{Reader: s.cat.reader, workloadLists: map[string]int{}}
+	s.cat.reader = lc
+	var o Overview
+	if code := get(t, s.Handler(), "/timeline/overview", &o); code != http.StatusOK || len(o.Lanes) != 1 {
+		t.Fatalf("overview: %d, %d lanes", code, len(o.Lanes))
+	}
+	for ns, n := range lc.workloadLists {
+		if ns != "a" {
+			t.Errorf("listed the Deployments of %s (%d times), which the viewer may not see", ns, n)
+		}
+	}
+}
+
+// TestNamespaceCheckLimitedRefusesRequest: when a namespace's access check
+// is rate limited, the overview answers 429 with Retry-After rather than a
+// partial overview that silently leaves the namespace out.
+func TestNamespaceCheckLimitedRefusesRequest(t *testing.T) {
+	access := func(*http.Request) (func(context.Context, string) int, int) {
+		return func(_ context.Context, ns string) int {
+			if ns == "a" {
+				return http.StatusOK
+			}
+			return http.StatusTooManyRequests
+		}, http.StatusOK
+	}
+	s, _ := testServer(t, access, append(managedDeployment("a", "web"), managedDeployment("b", "web")...)...)
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/timeline/overview", nil))
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("overview with a limited check: %d %q, want 429 with Retry-After", rec.Code, rec.Header().Get("Retry-After"))
 	}
 }
 

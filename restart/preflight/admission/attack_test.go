@@ -32,7 +32,7 @@ const storedValue = "hunter2"
 // Secret db) and policy nights, always inside a Deny window
 // (deployment/batch consumes Secret batch-cfg); namespace quiet has no
 // policy. Each Secret has an observation record holding the keyed
-// fingerprint of storedValue.
+// fingerprint of its content storedValue, as the observer wrote it.
 func teamChecker(t testing.TB) *Checker {
 	t.Helper()
 	s := runtime.NewScheme()
@@ -61,7 +61,7 @@ func teamChecker(t testing.TB) *Checker {
 	c.add(policy("default", "web", nil), policy("nights", "batch", &kickv1alpha1.ScheduleSpec{
 		Windows: []kickv1alpha1.ScheduleWindow{{Type: kickv1alpha1.WindowDeny, Cron: "* * * * *", Duration: "2h"}}}))
 	for _, w := range []struct{ app, secret string }{{"web", "db"}, {"batch", "batch-cfg"}} {
-		stored := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: w.secret}, Data: map[string][]byte{"password": []byte(storedValue)}}
+		stored := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: w.secret, UID: types.UID("uid-" + w.secret)}, Data: map[string][]byte{"password": []byte(storedValue)}}
 		labels := map[string]string{"app": w.app}
 		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: w.app, UID: types.UID("d-" + w.app), Labels: labels, Generation: 1},
 			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},

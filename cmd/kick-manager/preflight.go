@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/kick-operator/kick/restart/observe"
 	preflightadmission "github.com/kick-operator/kick/restart/preflight/admission"
 	"github.com/kick-operator/kick/restart/preflight/certs"
 	"github.com/kick-operator/kick/restart/workload"
@@ -34,6 +33,12 @@ type preflightOptions struct {
 	webhookConfiguration string
 	budget               time.Duration
 	denyInDenyWindows    bool
+	denyExempt           stringList
+	clientCA             string
+	clientNames          stringList
+	maxInFlight          int
+
+	exempt preflightadmission.Exemptions
 }
 
 func (p *preflightOptions) bind(fs *flag.FlagSet) {
@@ -46,16 +51,33 @@ func (p *preflightOptions) bind(fs *flag.FlagSet) {
 	fs.StringVar(&p.webhookConfiguration, "preflight-webhook-configuration", "kick-preflight", "ValidatingWebhookConfiguration whose caBundle the manager keeps current")
 	fs.DurationVar(&p.budget, "preflight-budget", preflightadmission.DefaultBudget, "time the preflight may take to answer before it warns that it cannot assess")
 	fs.BoolVar(&p.denyInDenyWindows, "preflight-deny-in-deny-windows", false, "with --preflight: refuse updates of a Secret's data while a workload consuming it is inside a Deny window (a policy choice; off: the preflight only warns)")
+	fs.Var(&p.denyExempt, "preflight-deny-exempt", "comma-separated writers deny mode never refuses: user:NAME, group:NAME, serviceaccount:NAMESPACE/NAME (e.g. cert-manager, external-secrets, the team rotating leaked credentials)")
+	fs.StringVar(&p.clientCA, "preflight-client-ca", "", "PEM file of the CA that signs the API server's webhook client certificate; the webhook then requires that certificate (without it, the preflight cannot tell the API server from other callers and answers every review with an empty allow)")
+	fs.Var(&p.clientNames, "preflight-client-names", "comma-separated names (common name or DNS name) the API server's client certificate may carry (empty: any certificate --preflight-client-ca verifies)")
+	fs.IntVar(&p.maxInFlight, "preflight-max-in-flight", preflightadmission.DefaultMaxInFlight, "reviews the preflight answers at once; more are refused at once and the writes go ahead unassessed")
 }
 
 func (p *preflightOptions) validate(namespace string) []error {
 	if !p.enabled {
-		if p.denyInDenyWindows {
-			return []error{errors.New("--preflight-deny-in-deny-windows needs --preflight")}
+		if p.denyInDenyWindows || p.clientCA != "" {
+			return []error{errors.New("--preflight-deny-in-deny-windows and --preflight-client-ca need --preflight")}
 		}
 		return nil
 	}
 	var errs []error
+	var err error
+	if p.exempt, err = preflightadmission.ParseExemptions(p.denyExempt); err != nil {
+		errs = append(errs, fmt.Errorf("--preflight-deny-exempt: %w", err))
+	}
+	if !p.exempt.Empty() && !p.denyInDenyWindows {
+		errs = append(errs, errors.New("--preflight-deny-exempt needs --preflight-deny-in-deny-windows"))
+	}
+	if len(p.clientNames) > 0 && p.clientCA == "" {
+		errs = append(errs, errors.New("--preflight-client-names needs --preflight-client-ca"))
+	}
+	if p.maxInFlight <= 0 {
+		errs = append(errs, fmt.Errorf("--preflight-max-in-flight must be positive, got %d", p.maxInFlight))
+	}
 	if _, _, err := splitBind(p.bindAddress); err != nil {
 		errs = append(errs, fmt.Errorf("--preflight-bind-address: %w", err))
 	}
@@ -85,7 +107,7 @@ func splitBind(addr string) (string, int, error) {
 
 // setupPreflight adds the preflight webhook server (and, without
 // --preflight-cert-dir, its certificate rotator) to mgr.
-func setupPreflight(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fingerprinter, active *integrations, kinds *workload.Registry) error {
+func setupPreflight(ctx context.Context, mgr ctrl.Manager, opts options, active *integrations, kinds *workload.Registry) error {
 	p := opts.preflight
 	if !p.enabled {
 		return nil
@@ -94,7 +116,15 @@ func setupPreflight(ctx context.Context, mgr ctrl.Manager, opts options, keys *o
 	if err != nil {
 		return err
 	}
-	wo := webhook.Options{Host: host, Port: port, CertDir: p.certDir}
+	var auth *preflightadmission.ClientAuth
+	if p.clientCA != "" {
+		if auth, err = preflightadmission.LoadClientAuth(p.clientCA, p.clientNames); err != nil {
+			return fmt.Errorf("--preflight-client-ca: %w", err)
+		}
+	} else {
+		ctrl.Log.WithName("preflight").Info("no --preflight-client-ca: the preflight cannot tell the API server from other callers, so it answers every review with an empty allow; see docs/guides/preflight.md")
+	}
+	wo := webhook.Options{Host: host, Port: port, CertDir: p.certDir, TLSOpts: []func(*tls.Config){auth.Configure}}
 	if p.certDir == "" {
 		direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme()})
 		if err != nil {
@@ -108,20 +138,21 @@ func setupPreflight(ctx context.Context, mgr ctrl.Manager, opts options, keys *o
 		if err := mgr.AddReadyzCheck("preflight-certificate", rot.Ready); err != nil {
 			return err
 		}
-		wo.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = rot.GetCertificate }}
+		wo.TLSOpts = append(wo.TLSOpts, func(c *tls.Config) { c.GetCertificate = rot.GetCertificate })
 	}
 	var synced atomic.Bool
 	go func() { synced.Store(mgr.GetCache().WaitForCacheSync(ctx)) }()
 	srv := webhook.NewServer(wo)
-	srv.Register(preflightadmission.Path, &admission.Webhook{Handler: &preflightadmission.Handler{Checker: &preflightadmission.Checker{
+	checker := &preflightadmission.Checker{
 		Client:            mgr.GetClient(),
 		GitOps:            active.gitops,
 		Kinds:             kinds,
 		CSI:               active.csi,
-		Keys:              keys,
 		Ready:             synced.Load,
 		Budget:            p.budget,
 		DenyInDenyWindows: p.denyInDenyWindows,
-	}}})
+	}
+	wh := &admission.Webhook{Handler: &preflightadmission.Handler{Checker: checker, Exempt: p.exempt}, WithContextFunc: auth.WithCaller}
+	srv.Register(preflightadmission.Path, preflightadmission.NewGuard(wh, p.maxInFlight))
 	return mgr.Add(srv)
 }

@@ -108,7 +108,7 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 	}); err != nil {
 		return err
 	}
-	if err := setupPreflight(ctx, mgr, opts, keys, active, kinds); err != nil {
+	if err := setupPreflight(ctx, mgr, opts, active, kinds); err != nil {
 		return err
 	}
 	if err := wireTimeline(mgr, opts, rt, kinds); err != nil {

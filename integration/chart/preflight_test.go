@@ -1,6 +1,7 @@
 package chart_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -127,5 +128,51 @@ func TestPreflightCertManager(t *testing.T) {
 	}
 	if _, err := render(t, "kick", "ops", "preflight.certManager.issuerRef.kind=Vault"); err == nil || !strings.Contains(err.Error(), "kind") {
 		t.Errorf("issuerRef.kind=Vault: error %v, want the schema to refuse it", err)
+	}
+}
+
+// TestPreflightClientCAAndNetworkPolicy: preflight.clientCA mounts the
+// ConfigMap and passes --preflight-client-ca (and the names);
+// preflight.denyExempt and maxInFlight reach the args; the NetworkPolicy
+// admits only the listed peers to 9443 and leaves every other port open,
+// and is refused without peers.
+func TestPreflightClientCAAndNetworkPolicy(t *testing.T) {
+	rel := mustRender(t, "kick", "ops", "preflight.enabled=true", "preflight.clientCA.configMap=apiserver-webhook-ca",
+		"preflight.clientCA.names={kube-apiserver}", "preflight.denyInDenyWindows=true",
+		"preflight.denyExempt={serviceaccount:cert-manager/cert-manager,group:security}", "preflight.maxInFlight=4",
+		"preflight.networkPolicy.enabled=true", "preflight.networkPolicy.from[0].ipBlock.cidr=10.0.0.10/32")
+	args := rel.managerArgs(t)
+	for _, want := range []string{"--preflight-client-ca=/etc/kick/preflight-client-ca/ca.crt", "--preflight-client-names=kube-apiserver",
+		"--preflight-deny-exempt=serviceaccount:cert-manager/cert-manager,group:security", "--preflight-max-in-flight=4"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("args %q lack %s", args, want)
+		}
+	}
+	checkManagerAcceptsArgs(t, args)
+	vols, _, _ := unstructured.NestedSlice(rel.mustGet(t, "Deployment", rel.manager()).Object, "spec", "template", "spec", "volumes")
+	found := false
+	for _, v := range vols {
+		name, _, _ := unstructured.NestedString(v.(map[string]any), "configMap", "name")
+		found = found || name == "apiserver-webhook-ca"
+	}
+	if !found {
+		t.Errorf("volumes %v lack the client CA ConfigMap", vols)
+	}
+	np := rel.mustGet(t, "NetworkPolicy", "kick-preflight")
+	ingress, _, _ := unstructured.NestedSlice(np.Object, "spec", "ingress")
+	if len(ingress) != 2 {
+		t.Fatalf("ingress %v", ingress)
+	}
+	cidr, _, _ := unstructured.NestedString(ingress[0].(map[string]any)["from"].([]any)[0].(map[string]any), "ipBlock", "cidr")
+	ports := fmt.Sprint(ingress[0].(map[string]any)["ports"], ingress[1].(map[string]any)["ports"])
+	if cidr != "10.0.0.10/32" || ports != "[map[port:9443 protocol:TCP]] [map[endPort:9442 port:1 protocol:TCP] map[endPort:65535 port:9444 protocol:TCP]]" {
+		t.Errorf("NetworkPolicy ingress %v", ingress)
+	}
+	if _, err := render(t, "kick", "ops", "preflight.enabled=true", "preflight.networkPolicy.enabled=true"); err == nil ||
+		!strings.Contains(err.Error(), "preflight.networkPolicy.from") {
+		t.Errorf("a NetworkPolicy without peers: %v", err)
+	}
+	if rel := mustRender(t, "kick", "ops", "preflight.enabled=true"); rel.get("NetworkPolicy", "kick-preflight") != nil {
+		t.Errorf("a NetworkPolicy without preflight.networkPolicy.enabled")
 	}
 }

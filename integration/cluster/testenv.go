@@ -57,6 +57,8 @@ type TestOptions struct {
 	// plane (Argo, Flux); their binaries come from $KICK_GITOPS_BIN, else
 	// bin/gitops (make gitops-controllers). Implies UpstreamCRDs.
 	GitOps gitopsstack.Options
+	// APIServerFlags are added to kube-apiserver's command line.
+	APIServerFlags []string
 }
 
 var shared *Env
@@ -96,7 +98,7 @@ func runMain(m *testing.M, opts TestOptions) int {
 	// process on the machine can take one in between: try a few times.
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		c, err = controlplane.Start(ctx, controlplane.Options{BinDir: binDir, Nodes: opts.Nodes, UpstreamCRDs: opts.UpstreamCRDs, CRDDirs: crdDirs})
+		c, err = controlplane.Start(ctx, controlplane.Options{BinDir: binDir, Nodes: opts.Nodes, UpstreamCRDs: opts.UpstreamCRDs, CRDDirs: crdDirs, APIServerFlags: opts.APIServerFlags})
 		cancel()
 		if err == nil {
 			break

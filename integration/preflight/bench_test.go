@@ -66,7 +66,8 @@ func BenchmarkSecretUpdate(b *testing.B) {
 	vwcName, certSecret := "kick-preflight-bench-"+suffix, "kick-preflight-tls-bench-"+suffix
 	webhookConfig(b, env, vwcName, ns, "https://"+addr+"/preflight")
 	mgr := env.StartManager(b, fixture.ManagerNamespace, "--preflight", "--preflight-bind-address", addr,
-		"--preflight-cert-hosts", "127.0.0.1", "--preflight-cert-secret", certSecret, "--preflight-webhook-configuration", vwcName)
+		"--preflight-cert-hosts", "127.0.0.1", "--preflight-cert-secret", certSecret, "--preflight-webhook-configuration", vwcName,
+		"--preflight-client-ca", apiServerPKI.caFile)
 	cluster.Eventually(b, 30*time.Second, "the manager to publish the caBundle", func() (bool, error) {
 		return len(caBundle(b, env, vwcName)) > 0, nil
 	})

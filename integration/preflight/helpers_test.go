@@ -8,7 +8,9 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -25,13 +27,65 @@ import (
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/integration/cluster"
 	"github.com/kick-operator/kick/integration/fixture"
+	"github.com/kick-operator/kick/restart/preflight/certs"
 )
 
+// apiServerPKI is the client certificate the API server presents to
+// webhooks, and the CA that signs it (whose file the managers get as
+// --preflight-client-ca).
+var apiServerPKI struct {
+	caFile     string
+	ca, client *certs.Pair
+}
+
 func TestMain(m *testing.M) {
+	flags, cleanup, err := webhookClientCert()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "integration: webhook client certificate:", err)
+		os.Exit(1)
+	}
+	defer cleanup()
 	cluster.Main(m, cluster.TestOptions{
-		KickCRDs:    true,
-		AddToScheme: []func(*runtime.Scheme) error{kickv1alpha1.AddToScheme},
+		KickCRDs:       true,
+		AddToScheme:    []func(*runtime.Scheme) error{kickv1alpha1.AddToScheme},
+		APIServerFlags: flags,
 	})
+}
+
+// webhookClientCert configures the API server the way a cluster admin
+// does: an AdmissionConfiguration whose webhook kubeconfig gives every
+// webhook ("*") a client certificate, signed by a CA of its own.
+func webhookClientCert() ([]string, func(), error) {
+	dir, err := os.MkdirTemp("", "kick-webhook-client-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() { _ = os.RemoveAll(dir) }
+	now := time.Now()
+	ca, err := certs.NewClientCA("kick-test-webhook-clients", now, 24*time.Hour)
+	if err != nil {
+		return nil, cleanup, err
+	}
+	client, err := certs.NewClient(ca, "kube-apiserver", now, 24*time.Hour)
+	if err != nil {
+		return nil, cleanup, err
+	}
+	path := func(name string) string { return filepath.Join(dir, name) }
+	files := map[string]string{
+		"ca.crt": string(ca.CertPEM), "client.crt": string(client.CertPEM), "client.key": string(client.KeyPEM),
+		"webhook-kubeconfig.yaml": "apiVersion: v1\nkind: Config\nusers:\n- name: '*'\n  user:\n" +
+			"    client-certificate: " + path("client.crt") + "\n    client-key: " + path("client.key") + "\n",
+		"admission.yaml": "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n" +
+			"- name: ValidatingAdmissionWebhook\n  configuration:\n    apiVersion: apiserver.config.k8s.io/v1\n" +
+			"    kind: WebhookAdmissionConfiguration\n    kubeConfigFile: " + path("webhook-kubeconfig.yaml") + "\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(path(name), []byte(content), 0o600); err != nil {
+			return nil, cleanup, err
+		}
+	}
+	apiServerPKI.caFile, apiServerPKI.ca, apiServerPKI.client = path("ca.crt"), ca, client
+	return []string{"--admission-control-config-file=" + path("admission.yaml")}, cleanup, nil
 }
 
 // webhook is a preflight ValidatingWebhookConfiguration for one test: it
@@ -119,12 +173,17 @@ func secretValue(t *testing.T, f *fixture.F, name, key string) string {
 	return string(s.Data[key])
 }
 
-// servedCert dials the webhook and returns the certificate it serves,
-// verified against the published caBundle.
+// servedCert dials the webhook as the API server and returns the
+// certificate it serves, verified against the published caBundle.
 func servedCert(addr string, bundle []byte) (*x509.Certificate, error) {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(bundle)
-	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
+	kp, err := tls.X509KeyPair(apiServerPKI.client.CertPEM, apiServerPKI.client.KeyPEM)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr,
+		&tls.Config{RootCAs: pool, ServerName: "127.0.0.1", Certificates: []tls.Certificate{kp}})
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/kick-operator/kick/integration/cluster"
 	"github.com/kick-operator/kick/integration/fixture"
 	"github.com/kick-operator/kick/restart/preflight"
+	"github.com/kick-operator/kick/restart/preflight/certs"
 )
 
 // Values and key names that must never leave the Secret.
@@ -48,7 +49,8 @@ func TestPreflight(t *testing.T) {
 	f := &fixture.F{T: t, Env: env, NS: ns, Ctx: t.Context()}
 	f.Mgr = env.StartManager(t, fixture.ManagerNamespace, "--preflight", "--preflight-bind-address", addr,
 		"--preflight-cert-hosts", "127.0.0.1", "--preflight-cert-secret", certSecret,
-		"--preflight-webhook-configuration", vwcName, "--preflight-cert-validity", "6s")
+		"--preflight-webhook-configuration", vwcName, "--preflight-cert-validity", "6s",
+		"--preflight-client-ca", apiServerPKI.caFile, "--preflight-client-names", "kube-apiserver")
 	cluster.Eventually(t, 30*time.Second, "the manager to publish the caBundle", func() (bool, error) {
 		return len(caBundle(t, env, vwcName)) > 0, nil
 	})
@@ -150,11 +152,39 @@ schedule:
 			t.Fatal(err)
 		}
 		s.Data[secretKey] = []byte(secretValue2)
-		resp := review(t, addr, caBundle(t, env, vwcName), &s)
+		resp, err := review(t, addr, caBundle(t, env, vwcName), apiServerPKI.client, &s)
+		if err != nil {
+			t.Fatal(err)
+		}
 		seen = append(seen, fmt.Sprint(resp.Warnings), fmt.Sprint(resp.AuditAnnotations))
 		if !resp.Allowed || resp.AuditAnnotations[preflight.AuditDecision] != "Restart" ||
 			resp.AuditAnnotations[preflight.AuditConsumers] != "restarts deployment/web now (policy default)" {
 			t.Errorf("response %+v", resp)
+		}
+	})
+	t.Run("a pod without the API server's certificate learns nothing", func(t *testing.T) {
+		var s corev1.Secret
+		if err := env.Client.Get(f.Ctx, client.ObjectKey{Namespace: ns, Name: "batch-cfg"}, &s); err != nil {
+			t.Fatal(err)
+		}
+		s.Data[secretKey] = []byte(secretValue1)
+		forgedCA, err := certs.NewClientCA("kick-test-webhook-clients", time.Now(), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		forged, err := certs.NewClient(forgedCA, "kube-apiserver", time.Now(), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			what string
+			cert *certs.Pair
+		}{{"no certificate", nil}, {"a certificate from another CA", forged}} {
+			resp, err := review(t, addr, caBundle(t, env, vwcName), tc.cert, &s)
+			if err == nil {
+				seen = append(seen, fmt.Sprint(resp.Warnings), fmt.Sprint(resp.AuditAnnotations))
+				t.Errorf("%s: answered %+v", tc.what, resp)
+			}
 		}
 	})
 	t.Run("apply of a consumed Secret warns and succeeds", func(t *testing.T) {
@@ -237,10 +267,17 @@ func TestHangingWebhookCostsNothing(t *testing.T) {
 	t.Logf("apply with a hanging webhook took %s", time.Since(start).Round(time.Millisecond))
 }
 
-// review posts an UPDATE AdmissionReview for s straight to the webhook.
-func review(t *testing.T, addr string, bundle []byte, s *corev1.Secret) *admissionv1.AdmissionResponse {
+// review posts an UPDATE AdmissionReview for s (from empty data) straight
+// to the webhook, presenting cert (nil: none) as its client certificate.
+func review(t *testing.T, addr string, bundle []byte, cert *certs.Pair, s *corev1.Secret) (*admissionv1.AdmissionResponse, error) {
 	t.Helper()
 	raw, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := s.DeepCopy()
+	old.Data = nil
+	oldRaw, err := json.Marshal(old)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,20 +286,29 @@ func review(t *testing.T, addr string, bundle []byte, s *corev1.Secret) *admissi
 		Request: &admissionv1.AdmissionRequest{UID: types.UID("test"), Operation: admissionv1.Update,
 			Kind:      metav1.GroupVersionKind{Version: "v1", Kind: "Secret"},
 			Resource:  metav1.GroupVersionResource{Version: "v1", Resource: "secrets"},
-			Namespace: s.Namespace, Name: s.Name, Object: runtime.RawExtension{Raw: raw}},
+			Namespace: s.Namespace, Name: s.Name, Object: runtime.RawExtension{Raw: raw}, OldObject: runtime.RawExtension{Raw: oldRaw}},
 	}
 	body, _ := json.Marshal(ar)
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(bundle)
-	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	resp, err := c.Post("https://"+addr+"/preflight", "application/json", bytes.NewReader(body))
+	cfg := &tls.Config{RootCAs: pool}
+	if cert != nil {
+		kp, err := tls.X509KeyPair(cert.CertPEM, cert.KeyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Certificates = []tls.Certificate{kp}
+	}
+	tr := &http.Transport{TLSClientConfig: cfg}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Timeout: 5 * time.Second, Transport: tr}).Post("https://"+addr+"/preflight", "application/json", bytes.NewReader(body))
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	defer resp.Body.Close()
 	var out admissionv1.AdmissionReview
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.Response == nil {
-		t.Fatalf("decode review: %v", err)
+		return nil, fmt.Errorf("status %d, decode review: %v", resp.StatusCode, err)
 	}
-	return out.Response
+	return out.Response, nil
 }

@@ -44,6 +44,9 @@ const (
 const (
 	AuditDecision  = "decision"
 	AuditConsumers = "consumers"
+	// AuditExempt is "true" when deny mode would have refused the write
+	// but the writer is exempt.
+	AuditExempt = "deny-exempt"
 )
 
 // Input is what the answer is composed from.
@@ -51,8 +54,8 @@ type Input struct {
 	Operation Operation
 	// Kind is Secret or ConfigMap.
 	Kind string
-	// Unchanged is set when the written content has the fingerprint the
-	// observation record holds: a metadata-only edit.
+	// Unchanged is set when an update writes the data the review's
+	// oldObject holds: a metadata-only edit.
 	Unchanged bool
 	// Consumers are the workloads consuming the source, sorted; on create
 	// and update each carries its assessment as if the write had happened.
@@ -66,6 +69,9 @@ type Input struct {
 	// DenyInDenyWindows refuses an update of a Secret's data while a
 	// consumer is held back by a Deny window (the opt-in deny mode).
 	DenyInDenyWindows bool
+	// Exempt is set when the writer is one deny mode lets through; the
+	// answer then warns as usual and records the exemption for the audit.
+	Exempt bool
 }
 
 // Consumer is one workload that consumes the source.
@@ -117,6 +123,10 @@ func Compose(in Input) Answer {
 	a.Warnings = warnings(outcomes, len(in.NotAssessed))
 	if in.DenyInDenyWindows && in.Operation == Update && in.Kind == "Secret" {
 		for _, o := range outcomes {
+			if o.DenyWindow && in.Exempt {
+				a.Audit[AuditExempt] = "true"
+				break
+			}
 			if o.DenyWindow {
 				a.Denied = true
 				a.Message = fmt.Sprintf("kick preflight (deny mode): %s is inside a Deny window; edit this Secret after it ends", o.Consumer.Ref())

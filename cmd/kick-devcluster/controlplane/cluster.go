@@ -41,6 +41,9 @@ type Options struct {
 	UpstreamCRDs bool
 	// CRDDirs are further directories of CRD YAML to install (KICK's own).
 	CRDDirs []string
+	// APIServerFlags are added to kube-apiserver's command line, e.g.
+	// --admission-control-config-file.
+	APIServerFlags []string
 	// APIServerPort and EtcdPort pin ports; 0 picks free ones.
 	APIServerPort, EtcdPort int
 	// Progress receives one line per start-up step; nil discards them.
@@ -286,7 +289,7 @@ func (c *Cluster) etcdHealthy() (bool, error) {
 }
 
 func (c *Cluster) startAPIServer(ctx context.Context, p *pki) error {
-	proc, err := c.start("kube-apiserver",
+	proc, err := c.start("kube-apiserver", c.withAPIServerFlags(
 		"--etcd-servers=http://127.0.0.1:"+strconv.Itoa(c.ports["etcd"]),
 		"--bind-address=127.0.0.1",
 		"--secure-port="+strconv.Itoa(c.ports["kube-apiserver"]),
@@ -308,11 +311,16 @@ func (c *Cluster) startAPIServer(ctx context.Context, p *pki) error {
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
 		"--v=1",
-	)
+	)...)
 	if err != nil {
 		return err
 	}
 	return c.waitReady(ctx, proc)
+}
+
+// withAPIServerFlags appends Options.APIServerFlags to args.
+func (c *Cluster) withAPIServerFlags(args ...string) []string {
+	return append(args, c.opts.APIServerFlags...)
 }
 
 func (c *Cluster) startControllers(p *pki) error {

@@ -1,9 +1,12 @@
 package admission
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -37,8 +40,6 @@ type Checker struct {
 	Kinds *workload.Registry
 	// CSI makes Secrets Store CSI classes count as dependencies.
 	CSI bool
-	// Keys fingerprint the written content the way the observer does.
-	Keys *observe.Fingerprinter
 	// Ready reports whether the caches have synced; nil means always.
 	Ready func() bool
 	// Budget bounds an answer; 0 means DefaultBudget.
@@ -49,13 +50,29 @@ type Checker struct {
 	Now func() time.Time
 }
 
+// Write is the part of an admission review the checker answers.
+type Write struct {
+	Operation preflight.Operation
+	// Kind is discovery.KindSecret or discovery.KindConfigMap.
+	Kind string
+	// Namespace and Name are the review's (Name may be empty on create).
+	Namespace, Name string
+	// Object is the JSON of the object as written (create, update) or as
+	// stored (delete); Old is the JSON of the object before an update.
+	Object, Old []byte
+	// Exempt is set when the writer is exempt from deny mode.
+	Exempt bool
+}
+
 // errBudget is returned when the answer took longer than the budget.
 var errBudget = errors.New("budget exceeded")
 
-// Check answers for a write of obj (*corev1.Secret or *corev1.ConfigMap):
-// the object as written on create and update, as stored on delete. It
-// never fails: what it cannot establish becomes "cannot assess".
-func (c *Checker) Check(ctx context.Context, op preflight.Operation, obj client.Object) preflight.Answer {
+// errUnreadable is returned when the review's object does not decode.
+var errUnreadable = errors.New("unreadable object")
+
+// Check answers for w. It never fails: what it cannot establish becomes
+// "cannot assess".
+func (c *Checker) Check(ctx context.Context, w Write) preflight.Answer {
 	if c.Ready != nil && !c.Ready() {
 		return preflight.Compose(preflight.Input{CannotAssess: "cache not ready"})
 	}
@@ -65,8 +82,10 @@ func (c *Checker) Check(ctx context.Context, op preflight.Operation, obj client.
 	}
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	in, err := c.input(ctx, op, obj)
+	in, err := c.input(ctx, w)
 	switch {
+	case errors.Is(err, errUnreadable):
+		return preflight.Compose(preflight.Input{CannotAssess: err.Error()})
 	case errors.Is(err, errBudget) || ctx.Err() != nil:
 		return preflight.Compose(preflight.Input{CannotAssess: fmt.Sprintf("no answer within %s", budget)})
 	case err != nil:
@@ -75,67 +94,81 @@ func (c *Checker) Check(ctx context.Context, op preflight.Operation, obj client.
 	return preflight.Compose(in)
 }
 
-func (c *Checker) input(ctx context.Context, op preflight.Operation, obj client.Object) (preflight.Input, error) {
-	kind, fingerprint := c.content(obj)
-	in := preflight.Input{Operation: op, Kind: kind, DenyInDenyWindows: c.DenyInDenyWindows}
-	if kind == "" {
-		return in, nil
+func (c *Checker) input(ctx context.Context, w Write) (preflight.Input, error) {
+	in := preflight.Input{Operation: w.Operation, Kind: w.Kind, DenyInDenyWindows: c.DenyInDenyWindows, Exempt: w.Exempt}
+	if w.Kind != discovery.KindSecret && w.Kind != discovery.KindConfigMap {
+		return preflight.Input{}, nil
 	}
 	now := c.now()
-	batch, err := request.NewBatch(ctx, c.Client, c.CSI, obj.GetNamespace(), now)
+	// The policies come first: in a namespace without any, the object is
+	// never decoded nor compared.
+	batch, err := request.NewBatch(ctx, c.Client, c.CSI, w.Namespace, now)
 	if err != nil || len(batch.Policies()) == 0 {
-		return in, err // no policy: not a namespace KICK manages
+		return preflight.Input{}, err // no policy: not a namespace KICK manages
 	}
-	workloads, err := c.consumers(ctx, kind, obj)
+	obj, err := decode(w.Kind, w.Object)
+	if err != nil {
+		return in, err
+	}
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace(w.Namespace)
+	}
+	workloads, err := c.consumers(ctx, w.Kind, obj)
 	if err != nil || len(workloads) == 0 {
 		return in, err
 	}
-	if op == preflight.Delete {
-		for _, w := range workloads {
-			in.Consumers = append(in.Consumers, preflight.Consumer{Kind: workload.KindOf(w), Name: w.GetName()})
+	if w.Operation == preflight.Delete {
+		for _, wl := range workloads {
+			in.Consumers = append(in.Consumers, preflight.Consumer{Kind: workload.KindOf(wl), Name: wl.GetName()})
 		}
 		return in, nil
 	}
 
-	var rec kickv1alpha1.SourceObservation
-	var current *kickv1alpha1.SourceObservation
-	switch err := c.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: kickv1alpha1.ObservationName(kind, obj.GetName())}, &rec); {
-	case err == nil && observe.OwnedBy(&rec, obj.GetUID()):
-		current = &rec
-	case err != nil && !apierrors.IsNotFound(err):
-		return in, err
+	// An update that leaves the content as it was changes nothing; the
+	// review's own oldObject says so. No stored fingerprint is consulted:
+	// the answer must not tell whether a guessed content is the stored one.
+	if w.Operation == preflight.Update {
+		old, err := decode(w.Kind, w.Old)
+		if err != nil {
+			return in, err
+		}
+		in.Unchanged = sameContent(obj, old)
 	}
-	// The observer's own comparison and record update, applied to the
-	// written content instead of a later read of it.
-	class := observe.Classify(current, fingerprint, obj.GetResourceVersion(), c.Keys.KeyID())
-	if class == observe.Baseline || class == observe.Relevant {
+	if !in.Unchanged {
+		// The observer's record after it sees this content.
+		var rec kickv1alpha1.SourceObservation
 		var prev *kickv1alpha1.SourceObservationSpec
-		if current != nil {
-			prev = &current.Spec
+		switch err := c.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: kickv1alpha1.ObservationName(w.Kind, obj.GetName())}, &rec); {
+		case err == nil && observe.OwnedBy(&rec, obj.GetUID()):
+			prev = &rec.Spec
+		case err != nil && !apierrors.IsNotFound(err):
+			return in, err
+		}
+		class := observe.Relevant
+		if prev == nil {
+			class = observe.Baseline
 		}
 		spec := observe.Next(prev, class, observe.Observed{
-			Source:      kickv1alpha1.ObservedSource{APIVersion: discovery.CoreAPIVersion, Kind: kickv1alpha1.SourceKind(kind), Name: obj.GetName()},
-			Fingerprint: fingerprint, KeyID: c.Keys.KeyID(), ResourceVersion: obj.GetResourceVersion(), LastWrite: now,
+			Source:          kickv1alpha1.ObservedSource{APIVersion: discovery.CoreAPIVersion, Kind: kickv1alpha1.SourceKind(w.Kind), Name: obj.GetName()},
+			ResourceVersion: obj.GetResourceVersion(), LastWrite: now,
 		}, now)
-		batch.Override(request.Override{Kind: kind, Name: obj.GetName(), Labels: obj.GetLabels(), Record: &spec})
-	} else {
-		in.Unchanged = true
+		batch.Override(request.Override{Kind: w.Kind, Name: obj.GetName(), Labels: obj.GetLabels(), Record: &spec})
 	}
 
 	// Beyond MaxAssessed consumers the answer names the rest; deny mode
 	// must know of every Deny window, so it assesses all.
 	if len(workloads) > preflight.MaxAssessed && !c.DenyInDenyWindows {
-		for _, w := range workloads[preflight.MaxAssessed:] {
-			in.NotAssessed = append(in.NotAssessed, preflight.Consumer{Kind: workload.KindOf(w), Name: w.GetName()})
+		for _, wl := range workloads[preflight.MaxAssessed:] {
+			in.NotAssessed = append(in.NotAssessed, preflight.Consumer{Kind: workload.KindOf(wl), Name: wl.GetName()})
 		}
 		workloads = workloads[:preflight.MaxAssessed]
 	}
 	in.Consumers = make([]preflight.Consumer, 0, len(workloads))
-	for _, w := range workloads {
+	for _, wl := range workloads {
 		if ctx.Err() != nil {
 			return in, errBudget
 		}
-		h, err := c.Kinds.Handle(ctx, c.Client, w)
+		h, err := c.Kinds.Handle(ctx, c.Client, wl)
 		if err != nil {
 			return in, err
 		}
@@ -144,21 +177,36 @@ func (c *Checker) input(ctx context.Context, op preflight.Operation, obj client.
 			return in, err
 		}
 		a := request.Decide(ctx, c.GitOps, h.Target, f)
-		in.Consumers = append(in.Consumers, preflight.Consumer{Kind: workload.KindOf(w), Name: w.GetName(), Assessment: &a})
+		in.Consumers = append(in.Consumers, preflight.Consumer{Kind: workload.KindOf(wl), Name: wl.GetName(), Assessment: &a})
 	}
 	return in, nil
 }
 
-// content returns the source kind and the keyed fingerprint of its
-// content; the object's data is read here and nowhere else.
-func (c *Checker) content(obj client.Object) (kind, fingerprint string) {
-	switch o := obj.(type) {
-	case *corev1.Secret:
-		return discovery.KindSecret, c.Keys.Secret(o)
-	case *corev1.ConfigMap:
-		return discovery.KindConfigMap, c.Keys.ConfigMap(o)
+// decode reads a Secret or ConfigMap from the review's JSON; the object's
+// data is read here and compared in sameContent, and nowhere else.
+func decode(kind string, raw []byte) (client.Object, error) {
+	var obj client.Object = &corev1.ConfigMap{}
+	if kind == discovery.KindSecret {
+		obj = &corev1.Secret{}
 	}
-	return "", ""
+	if len(raw) == 0 || json.Unmarshal(raw, obj) != nil {
+		return nil, errUnreadable
+	}
+	return obj, nil
+}
+
+// sameContent reports whether a and b (both Secrets or both ConfigMaps)
+// hold the same data.
+func sameContent(a, b client.Object) bool {
+	switch x := a.(type) {
+	case *corev1.Secret:
+		y := b.(*corev1.Secret)
+		return maps.EqualFunc(x.Data, y.Data, bytes.Equal)
+	case *corev1.ConfigMap:
+		y := b.(*corev1.ConfigMap)
+		return maps.Equal(x.Data, y.Data) && maps.EqualFunc(x.BinaryData, y.BinaryData, bytes.Equal)
+	}
+	return false
 }
 
 // consumers lists, from the cache index, the workloads in the source's

@@ -28,7 +28,7 @@ func TestSharedSecretIsAnsweredForTheFirstConsumers(t *testing.T) {
 		{true, "kick: … and 996 more (996 of them restart; see the audit annotation)"},
 	} {
 		c.DenyInDenyWindows = tc.deny
-		a := c.Check(context.Background(), preflight.Update, s)
+		a := c.Check(context.Background(), updateOf(t, s, nil))
 		if len(a.Warnings) != preflight.MaxWarnings || a.Warnings[0] != "kick: restarts deployment/web-0000 now (policy default)" ||
 			a.Warnings[preflight.MaxWarnings-1] != tc.summary {
 			t.Errorf("deny mode %v: warnings %q", tc.deny, a.Warnings)
@@ -41,7 +41,7 @@ func TestSharedSecretIsAnsweredForTheFirstConsumers(t *testing.T) {
 	// A Secret one of them consumes: one sentence.
 	one := s.DeepCopy()
 	one.Name, one.UID = "s-04711", types.UID("uid-s-04711")
-	if a := c.Check(context.Background(), preflight.Update, one); len(a.Warnings) != 1 || a.Warnings[0] != "kick: restarts deployment/web-0471 now (policy default)" {
+	if a := c.Check(context.Background(), updateOf(t, one, nil)); len(a.Warnings) != 1 || a.Warnings[0] != "kick: restarts deployment/web-0471 now (policy default)" {
 		t.Errorf("warnings %q", a.Warnings)
 	}
 }

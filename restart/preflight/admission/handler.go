@@ -2,13 +2,11 @@ package admission
 
 import (
 	"context"
-	"encoding/json"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/kick-operator/kick/restart/discovery"
 	"github.com/kick-operator/kick/restart/preflight"
 )
 
@@ -16,34 +14,40 @@ import (
 const Path = "/preflight"
 
 // Handler is the admission.Handler of the preflight. It always allows,
-// except in deny mode.
+// except in deny mode. Serve it through an admission.Webhook whose
+// WithContextFunc is ClientAuth.WithCaller, behind a Guard.
 type Handler struct {
 	Checker *Checker
+	// Exempt are the writers deny mode never refuses.
+	Exempt Exemptions
 }
 
 // Handle implements admission.Handler.
 func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if !fromAPIServer(ctx) {
+		// Not proven to be the API server: the same empty allow for
+		// every review, read no further.
+		return admission.Allowed("")
+	}
 	if req.SubResource != "" || req.Kind.Group != "" || req.Kind.Version != "v1" {
 		return admission.Allowed("")
 	}
-	op := preflight.Operation(req.Operation)
-	raw := req.Object.Raw
-	if req.Operation == admissionv1.Delete {
-		raw = req.OldObject.Raw
-	}
-	var obj client.Object
+	w := Write{Operation: preflight.Operation(req.Operation), Namespace: req.Namespace, Name: req.Name,
+		Object: req.Object.Raw, Old: req.OldObject.Raw}
 	switch req.Kind.Kind {
 	case "Secret":
-		obj = &corev1.Secret{}
+		w.Kind = discovery.KindSecret
 	case "ConfigMap":
-		obj = &corev1.ConfigMap{}
+		w.Kind = discovery.KindConfigMap
 	default:
 		return admission.Allowed("")
 	}
-	if len(raw) == 0 || json.Unmarshal(raw, obj) != nil {
-		return admission.Allowed("").WithWarnings(preflight.Prefix + "cannot assess (unreadable object)")
+	if req.Operation == admissionv1.Delete {
+		w.Object, w.Old = req.OldObject.Raw, nil
 	}
-	a := h.Checker.Check(ctx, op, obj)
+	// userInfo is believed here: the caller is the API server.
+	w.Exempt = h.Exempt.Match(req.UserInfo)
+	a := h.Checker.Check(ctx, w)
 	resp := admission.Allowed("")
 	if a.Denied {
 		resp = admission.Denied(a.Message)

@@ -62,7 +62,7 @@ func (r *Reconciler) traceRestart(ctx context.Context, kr *kickv1alpha1.KickRequ
 	if r.Tracer == nil {
 		return
 	}
-	r.Tracer.Restarted(ctx, tracing.Of(kr), requestCycle(kr, a), started, r.Now())
+	r.Tracer.RestartedRequest(ctx, kr, requestCycle(kr, a), started, r.Now())
 }
 
 // retrace opens the trace of a cycle this reconcile opened itself: a

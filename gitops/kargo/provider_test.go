@@ -87,7 +87,7 @@ func TestDecide(t *testing.T) {
 		msg   string
 		stage string
 	}{
-		{name: "no owner", objs: []client.Object{proj}, want: kickv1alpha1.GateOwnerUnknown, msg: "does not exist"},
+		{name: "no owner", objs: []client.Object{proj}, want: kickv1alpha1.GateOwnerUnknown, msg: "that Application cannot own it"},
 		{name: "unannotated", objs: []client.Object{proj, app("", synced)}, want: kickv1alpha1.GateOwnerUnknown, msg: "has no kargo.akuity.io/authorized-stage"},
 		{name: "several stages", objs: []client.Object{proj, app("shop:prod,shop:qa", synced)}, want: kickv1alpha1.GateAmbiguousOwner, msg: "authorizes 2 Stages"},
 		{name: "stage missing", objs: []client.Object{proj, app("shop:prod", synced)}, want: kickv1alpha1.GateOwnerUnknown, msg: "Stage shop:prod, which does not exist", stage: "shop:prod"},

@@ -272,6 +272,7 @@ func TestValuesReachTheManager(t *testing.T) {
 		"extraArgs={--max-concurrent-reconciles=16}",
 		"nodeSelector.kubernetes\\.io/os=linux",
 		"podDisruptionBudget.enabled=false",
+		"maxConcurrentRestarts=20",
 	)
 	if rel.manager() != "platform-kick-manager" {
 		t.Fatalf("test helper names the manager %s", rel.manager())
@@ -282,6 +283,7 @@ func TestValuesReachTheManager(t *testing.T) {
 		"--metrics-bind-address=:8443",
 		"--health-probe-bind-address=:8081",
 		"--rollout-timeout=30m",
+		"--max-concurrent-restarts=20",
 		"--request-retention=2h",
 		"--zap-log-level=debug",
 		"--enable-argocd=true",

@@ -38,7 +38,7 @@ func (s *step) retain(ctx context.Context) (ctrl.Result, error) {
 	if left > 0 {
 		return ctrl.Result{RequeueAfter: left}, nil
 	}
-	if s.holdsHalt() {
+	if s.holdsHalt() && haltHeld(ctx, s.r.Client, s.r.Kinds, s.kr) > 0 {
 		// The halt is this request: deleting it would release the restarts
 		// it holds without anyone deciding to.
 		return ctrl.Result{RequeueAfter: s.r.Retention}, nil

@@ -111,6 +111,9 @@ func TestKickPolicyValidation(t *testing.T) {
 		{"unknown provider", `spec: {gitOps: {provider: argocd}}`, `Unsupported value: "argocd"`},
 		{"negative minInterval", `spec: {restart: {minInterval: -5s}}`, "minInterval must be a non-negative Go duration"},
 		{"minInterval in words", `spec: {restart: {minInterval: "30 seconds"}}`, "minInterval must be a non-negative Go duration"},
+		{"maxConcurrent zero", `spec: {restart: {maxConcurrent: 0}}`, "maxConcurrent must be an integer of at least 1 or a percentage"},
+		{"maxConcurrent over 100%", `spec: {restart: {maxConcurrent: "150%"}}`, "maxConcurrent must be an integer of at least 1 or a percentage"},
+		{"maxConcurrent in words", `spec: {restart: {maxConcurrent: "five"}}`, "maxConcurrent must be an integer of at least 1 or a percentage"},
 	})
 }
 

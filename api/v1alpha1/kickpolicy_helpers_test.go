@@ -17,6 +17,8 @@ limitations under the License.
 package v1alpha1
 
 import (
+	"k8s.io/apimachinery/pkg/util/intstr"
+
 	"testing"
 	"time"
 
@@ -78,3 +80,29 @@ func TestSchemeRegistersAllKinds(t *testing.T) {
 		}
 	}
 }
+
+func TestMaxConcurrentRestarts(t *testing.T) {
+	spec := func(v *intstr.IntOrString) *KickPolicySpec {
+		return &KickPolicySpec{Restart: &RestartSpec{MaxConcurrent: v}}
+	}
+	for _, tc := range []struct {
+		name    string
+		spec    *KickPolicySpec
+		matched int
+		want    int
+		capped  bool
+	}{
+		{"unset", &KickPolicySpec{}, 10, 0, false},
+		{"integer", spec(ptrTo(intstr.FromInt32(5))), 100, 5, true},
+		{"percentage rounds up", spec(ptrTo(intstr.FromString("10%"))), 212, 22, true},
+		{"percentage of none is one", spec(ptrTo(intstr.FromString("25%"))), 0, 1, true},
+		{"unparsable reads as one at a time", spec(ptrTo(intstr.FromString("lots"))), 50, 1, true},
+	} {
+		got, capped := tc.spec.MaxConcurrentRestarts(tc.matched)
+		if got != tc.want || capped != tc.capped {
+			t.Errorf("%s: %d, %v; want %d, %v", tc.name, got, capped, tc.want, tc.capped)
+		}
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -69,6 +69,10 @@ const (
 	// failed its rollout, so the rest of that fan-out is held until the
 	// source changes again or a person releases the halt.
 	GateRolloutHalted GateReason = "RolloutHalted"
+	// GateEarlierWave: the policy orders its restarts in waves
+	// (restart.waves) and a wave before the workload's own has not yet
+	// rolled out the change, or is still baking.
+	GateEarlierWave GateReason = "EarlierWave"
 )
 
 // WaitingReasons lists every reason that holds a restart back in a waiting
@@ -77,7 +81,7 @@ const (
 func WaitingReasons() []GateReason {
 	return []GateReason{
 		GateSuspended, GateSettling, GateOutsideSchedule, GateConfigurationError, GateMinIntervalNotElapsed,
-		GateRolloutHalted, GateAmbiguousPolicy,
+		GateRolloutHalted, GateEarlierWave, GateAmbiguousPolicy,
 		GateOwnerUnknown, GateAmbiguousOwner, GateOwnerOutOfSync, GateOwnerReconciling, GateOwnerSuspended,
 		GatePromotionRunning, GateProjectUnknown, GateProviderUnavailable,
 		GateRestartBudget,

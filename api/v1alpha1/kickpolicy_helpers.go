@@ -17,9 +17,12 @@ limitations under the License.
 package v1alpha1
 
 import (
+	"fmt"
 	"math"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -94,4 +97,46 @@ func (s *KickPolicySpec) MaxConcurrentRestarts(matched int) (int, bool) {
 		return 1, true
 	}
 	return max(int(math.Ceil(float64(pct)*float64(matched)/100)), 1), true
+}
+
+// RestartWaves returns the policy's restart waves; nil when it sets none.
+func (s *KickPolicySpec) RestartWaves() []RestartWave {
+	if s == nil || s.Restart == nil {
+		return nil
+	}
+	return s.Restart.Waves
+}
+
+// WaveOf returns the index of the first wave whose selector matches
+// labels, len(waves) when none does (those workloads go last), and the
+// error of a selector that cannot be parsed.
+func (s *KickPolicySpec) WaveOf(labels map[string]string) (int, error) {
+	waves := s.RestartWaves()
+	for i := range waves {
+		sel, err := metav1.LabelSelectorAsSelector(&waves[i].Selector)
+		if err != nil {
+			return 0, fmt.Errorf("restart.waves[%d] (%s): selector: %w", i, waves[i].Name, err)
+		}
+		if sel.Matches(k8slabels.Set(labels)) {
+			return i, nil
+		}
+	}
+	return len(waves), nil
+}
+
+// WaveName names wave i of WaveOf: the wave's name, or "(no wave)" for the
+// workloads no wave selects.
+func (s *KickPolicySpec) WaveName(i int) string {
+	if waves := s.RestartWaves(); i < len(waves) {
+		return waves[i].Name
+	}
+	return "(no wave)"
+}
+
+// WaveBake is how long wave i must stay rolled out before the next starts.
+func (s *KickPolicySpec) WaveBake(i int) time.Duration {
+	if waves := s.RestartWaves(); i < len(waves) && waves[i].Bake != nil && waves[i].Bake.Duration > 0 {
+		return waves[i].Bake.Duration
+	}
+	return 0
 }

@@ -213,6 +213,46 @@ type RestartSpec struct {
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^(100|[1-9][0-9]?)%$')",message="maxConcurrent must be an integer of at least 1 or a percentage from 1% to 100%, such as 5 or \"10%\""
 	MaxConcurrent *intstr.IntOrString `json:"maxConcurrent,omitempty"`
+
+	// Waves order the restarts that one change of a source causes among
+	// this policy's workloads. The workloads of the first wave restart
+	// first; those of the next wave only once every workload of the waves
+	// before it that consumes the changed source runs the change, has
+	// completed its rollout and has stayed available for that wave's bake.
+	// A workload belongs to the first wave whose selector matches its
+	// labels; workloads no wave matches go last. maxConcurrent still
+	// applies within each wave. Waiting restarts show phase WaitingForGate
+	// with reason EarlierWave. Omitted: every consumer may restart at once.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=10
+	Waves []RestartWave `json:"waves,omitempty"`
+}
+
+// RestartWave is one step of an ordered fan-out.
+type RestartWave struct {
+	// Name names the wave in status messages, Events and notifications,
+	// such as "canary".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// Selector picks the wave's workloads by their labels, among the
+	// workloads the policy selects. An empty selector matches every
+	// workload not taken by an earlier wave.
+	Selector metav1.LabelSelector `json:"selector"`
+
+	// Bake is how long every workload of this wave must stay rolled out
+	// and available before the next wave starts, as a Go duration such as
+	// "2m". Omitted or "0s": the next wave starts as soon as this one has
+	// rolled out.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+)$')",message="bake must be a non-negative Go duration such as \"2m\" (units ns, us, ms, s, m, h)"
+	Bake *metav1.Duration `json:"bake,omitempty"`
 }
 
 // KickPolicyStatus is written by the policy controller.

@@ -165,6 +165,45 @@ func TestAssessDecisionTable(t *testing.T) {
 			f.GitOps = outOfSync
 			f.Budget = &Budget{Message: "full"}
 		}, verdict: Stale, stage: StageGitOps, reason: kickv1alpha1.GateOwnerOutOfSync, until: t0.Add(time.Hour)},
+		{name: "an earlier wave has not restarted yet", mutate: func(f *Facts) {
+			waved(f, 0)
+			f.Waves.Earlier["Secret/db"][0].Since = t0
+		}, verdict: Stale, stage: StageWave, reason: kickv1alpha1.GateEarlierWave},
+		{name: "an earlier wave is still rolling out", mutate: func(f *Facts) {
+			waved(f, 0)
+			f.Waves.Earlier["Secret/db"][0].Complete = false
+		}, verdict: Stale, stage: StageWave, reason: kickv1alpha1.GateEarlierWave},
+		{name: "an earlier wave bakes", mutate: func(f *Facts) {
+			waved(f, 5*time.Minute)
+		}, verdict: Stale, stage: StageWave, reason: kickv1alpha1.GateEarlierWave, until: t0.Add(13 * time.Minute)},
+		{name: "an earlier wave has baked", mutate: func(f *Facts) {
+			waved(f, time.Minute)
+		}, verdict: Stale, allowed: true},
+		{name: "the wave comes before GitOps", mutate: func(f *Facts) {
+			waved(f, 0)
+			f.Waves.Earlier["Secret/db"][0].Complete = false
+			argo(&f.Policies[0].Spec)
+			f.GitOps = outOfSync
+		}, verdict: Stale, stage: StageWave, reason: kickv1alpha1.GateEarlierWave},
+		{name: "a halt comes before the wave", mutate: func(f *Facts) {
+			waved(f, 0)
+			f.Waves.Earlier["Secret/db"][0].Complete = false
+			f.Halts = []Halt{{Source: "Secret/db", Change: t0.Add(time.Minute)}}
+		}, verdict: Stale, stage: StageHalt, reason: kickv1alpha1.GateRolloutHalted},
+		{name: "a released failure does not hold the next wave", mutate: func(f *Facts) {
+			waved(f, 0)
+			f.Waves.Earlier["Secret/db"][0].Complete = false
+			f.Waves.Earlier["Secret/db"][0].Released = true
+		}, verdict: Stale, allowed: true},
+		{name: "the first wave goes at once", mutate: func(f *Facts) {
+			waved(f, 0)
+			f.Target.Labels["tier"] = "canary"
+			f.Waves = nil
+		}, verdict: Stale, allowed: true},
+		{name: "a later wave the manager has not judged", mutate: func(f *Facts) {
+			waved(f, 0)
+			f.Waves = nil
+		}, verdict: Stale, stage: StageWave},
 		{name: "a handed change the cache does not show yet", mutate: func(f *Facts) {
 			f.Dependencies[0].Record = nil
 			f.Handed = freshness.At(t0.Add(time.Second))
@@ -188,10 +227,98 @@ func TestAssessDecisionTable(t *testing.T) {
 			if !strings.HasPrefix(a.Summary, tc.summary) {
 				t.Errorf("summary %q, want prefix %q", a.Summary, tc.summary)
 			}
-			if a.Selection.State == Selected && len(a.Gate.Stages) != 8 {
-				t.Errorf("%d stages evaluated, want all 8", len(a.Gate.Stages))
+			if a.Selection.State == Selected && len(a.Gate.Stages) != 9 {
+				t.Errorf("%d stages evaluated, want all 9", len(a.Gate.Stages))
 			}
 		})
+	}
+}
+
+// waved orders the policy's restarts in two waves, "canary" (tier=canary,
+// with bake) and "rest", putting web in "rest", with one canary that runs
+// the change of Secret db since t0+2m and whose request completed at
+// t0+8m.
+func waved(f *Facts, bake time.Duration) {
+	f.Policies[0].Spec.Restart = &kickv1alpha1.RestartSpec{Waves: []kickv1alpha1.RestartWave{
+		{Name: "canary", Selector: metav1.LabelSelector{MatchLabels: map[string]string{"tier": "canary"}}, Bake: &metav1.Duration{Duration: bake}},
+		{Name: "rest"},
+	}}
+	f.Waves = &Waves{Earlier: map[string][]WaveMember{"Secret/db": {
+		{Workload: "Deployment shop/web-canary", Wave: 0, Since: t0.Add(2 * time.Minute), Complete: true, CompletedAt: t0.Add(8 * time.Minute)},
+	}}}
+}
+
+func TestWaveMessages(t *testing.T) {
+	f := baseFacts()
+	waved(&f, 0)
+	f.Waves.Earlier["Secret/db"] = append(f.Waves.Earlier["Secret/db"],
+		WaveMember{Workload: "Deployment shop/a", Since: t0},
+		WaveMember{Workload: "Deployment shop/b", Since: t0},
+	)
+	a := Assess(f)
+	want := `wave "rest" (2 of 3) waits for wave "canary" (1 of 3) to roll out the change of Secret/db: 2 of 3 workloads have not restarted yet (Deployment shop/a, Deployment shop/b)`
+	if a.Gate.Message != want {
+		t.Errorf("message\n %s\nwant\n %s", a.Gate.Message, want)
+	}
+	notYet := a.Gate.Message
+
+	f = baseFacts()
+	waved(&f, 5*time.Minute)
+	a = Assess(f)
+	if want := `wave "rest" (2 of 3) waits for wave "canary" (1 of 3) to bake (restart.waves bake 5m0s) until 2026-05-01T10:13:00Z`; a.Gate.Message != want {
+		t.Errorf("message\n %s\nwant\n %s", a.Gate.Message, want)
+	}
+
+	rolling := baseFacts()
+	waved(&rolling, 0)
+	rolling.Waves.Earlier["Secret/db"][0].Complete = false
+	if r := Assess(rolling); !SameWave(r.Gate.Message, notYet) || SameWave(r.Gate.Message, a.Gate.Message) {
+		t.Errorf("SameWave: %q and %q are one wait; %q is another", r.Gate.Message, notYet, a.Gate.Message)
+	}
+
+	// A workload no wave selects goes last; a member in the same wave as
+	// the workload, or a later one, never holds it.
+	f = baseFacts()
+	waved(&f, 0)
+	f.Policies[0].Spec.Restart.Waves[1].Selector = metav1.LabelSelector{MatchLabels: map[string]string{"tier": "backend"}}
+	f.Waves.Earlier["Secret/db"] = append(f.Waves.Earlier["Secret/db"], WaveMember{Workload: "Deployment shop/api", Wave: 1, Since: t0})
+	a = Assess(f)
+	if !strings.HasPrefix(a.Gate.Message, `the workloads no wave selects (3 of 3) waits for wave "rest" (2 of 3) to roll out the change of Secret/db: 1 of 1 workloads`) {
+		t.Errorf("message %s", a.Gate.Message)
+	}
+
+	// A selector that cannot be parsed is a configuration error.
+	f = baseFacts()
+	waved(&f, 0)
+	f.Policies[0].Spec.Restart.Waves[0].Selector = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: "Near"}}}
+	a = Assess(f)
+	if a.Gate.Reason != kickv1alpha1.GateConfigurationError || !strings.Contains(a.Gate.Message, "restart.waves[0] (canary)") {
+		t.Errorf("reason %s message %s", a.Gate.Reason, a.Gate.Message)
+	}
+}
+
+func TestEarlierWave(t *testing.T) {
+	f := baseFacts()
+	waved(&f, 0)
+	p := f.Policies[0]
+	other := testPolicy("q", func(s *kickv1alpha1.KickPolicySpec) {
+		s.Discovery.WorkloadSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "x"}}
+	})
+	policies := []kickv1alpha1.KickPolicy{p, other}
+	for _, tc := range []struct {
+		labels map[string]string
+		wave   int
+		ok     bool
+	}{
+		{labels: map[string]string{"app": "web", "tier": "canary"}, wave: 0, ok: true},
+		{labels: map[string]string{"app": "web"}, ok: false},                                // its own wave
+		{labels: map[string]string{"app": "db", "tier": "canary"}, ok: false},               // another policy's (none)
+		{labels: map[string]string{"app": "web", "tier": "canary", "team": "x"}, ok: false}, // two policies
+	} {
+		wave, ok := EarlierWave(&p, policies, 1, tc.labels)
+		if wave != tc.wave || ok != tc.ok {
+			t.Errorf("%v: wave %d %v, want %d %v", tc.labels, wave, ok, tc.wave, tc.ok)
+		}
 	}
 }
 

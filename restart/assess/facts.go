@@ -43,6 +43,11 @@ type Facts struct {
 	// their fan-out (requests in phase Failed naming the source whose
 	// change they answered, not released).
 	Halts []Halt
+	// Waves are the earlier waves' consumers of the workload's sources,
+	// when its policy orders restarts in waves and the workload is not in
+	// the first; nil when they were not read (the wave stage is then
+	// unknown for such a workload).
+	Waves *Waves
 }
 
 // Halt is a restart that failed its rollout: the change of Source at

@@ -23,6 +23,7 @@ const (
 	StageSchedule    Stage = "Schedule"
 	StageMinInterval Stage = "MinInterval"
 	StageHalt        Stage = "Halt"
+	StageWave        Stage = "Wave"
 	StageGitOps      Stage = "GitOps"
 	StageBudget      Stage = "Budget"
 )
@@ -96,6 +97,7 @@ func evaluateGate(f Facts, p *kickv1alpha1.KickPolicy, latest freshness.Change, 
 		scheduleStage(p, f.Now),
 		minIntervalStage(p, f.Target, f.Now),
 		haltStage(f, deps),
+		waveStage(f, p, deps),
 		gitOpsStage(p, f.GitOps),
 		budgetStage(f.Budget),
 	}

@@ -32,8 +32,8 @@ func Decide(ctx context.Context, g gitops.Gate, target client.Object, f assess.F
 // of the namespace selects dependencies), and the rollout of the object the
 // handle restarts. Any read error is returned, so the caller retries rather
 // than deciding on part of the facts.
-func facts(ctx context.Context, c client.Reader, csi bool, h workload.Handle, now time.Time) (assess.Facts, error) {
-	b, err := NewBatch(ctx, c, csi, h.Target.GetNamespace(), now)
+func facts(ctx context.Context, c client.Reader, kinds *workload.Registry, csi bool, h workload.Handle, now time.Time) (assess.Facts, error) {
+	b, err := NewBatch(ctx, c, kinds, csi, h.Target.GetNamespace(), now)
 	if err != nil {
 		return assess.Facts{Now: now}, err
 	}
@@ -47,6 +47,7 @@ func facts(ctx context.Context, c client.Reader, csi bool, h workload.Handle, no
 // supplied instead of read.
 type Batch struct {
 	c        client.Reader
+	kinds    *workload.Registry
 	csi      bool
 	now      time.Time
 	policies []kickv1alpha1.KickPolicy
@@ -64,13 +65,14 @@ type Override struct {
 }
 
 // NewBatch lists the namespace's policies and the failed restarts that
-// halt a fan-out.
-func NewBatch(ctx context.Context, c client.Reader, csi bool, namespace string, now time.Time) (*Batch, error) {
+// halt a fan-out. kinds (nil: the built-in kinds) are the workloads the
+// wave stage looks for among a source's consumers.
+func NewBatch(ctx context.Context, c client.Reader, kinds *workload.Registry, csi bool, namespace string, now time.Time) (*Batch, error) {
 	var policies kickv1alpha1.KickPolicyList
 	if err := c.List(ctx, &policies, client.InNamespace(namespace)); err != nil {
 		return nil, err
 	}
-	b := &Batch{c: c, csi: csi, now: now, policies: policies.Items, labels: selectsDependencies(policies.Items)}
+	b := &Batch{c: c, kinds: kinds, csi: csi, now: now, policies: policies.Items, labels: selectsDependencies(policies.Items)}
 	if len(policies.Items) == 0 {
 		return b, nil // nothing is managed, nothing is held
 	}
@@ -142,7 +144,7 @@ func (b *Batch) Facts(ctx context.Context, h workload.Handle) (assess.Facts, err
 		return f, err
 	}
 	f.Rollout = rollout
-	return f, nil
+	return f, b.waves(ctx, &f)
 }
 
 // selectsDependencies reports whether a policy narrows its dependencies by

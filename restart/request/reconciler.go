@@ -330,7 +330,7 @@ func (s *step) readTarget(ctx context.Context) (reason, message string, err erro
 // assess gathers the facts from the cache, asks the GitOps provider when a
 // policy selects the target, and assesses.
 func (s *step) assess(ctx context.Context) error {
-	f, err := facts(ctx, s.r.Client, s.r.CSI, s.handle, s.now)
+	f, err := facts(ctx, s.r.Client, s.r.Kinds, s.r.CSI, s.handle, s.now)
 	if err != nil {
 		return err
 	}
@@ -406,6 +406,9 @@ func (s *step) evaluate(ctx context.Context) (ctrl.Result, error) {
 	d := a.Gate.Decision()
 	st.Provider, st.Owner = d.Provider, d.Owner
 	if !a.Gate.Allowed {
+		if g := st.Gate; a.Gate.Stage == assess.StageWave && g != nil && g.Reason == d.Reason && assess.SameWave(g.Message, d.Message) {
+			d.Message = g.Message // see assess.SameWave
+		}
 		s.block(d, a.Gate.Stage)
 		switch a.Gate.Stage {
 		case assess.StageBudget:
@@ -414,6 +417,12 @@ func (s *step) evaluate(ctx context.Context) (ctrl.Result, error) {
 			// A halt's end wakes the requests it holds; a halt this process
 			// remembers ends in its memory only, so look again after it.
 			return ctrl.Result{RequeueAfter: haltMemoryTTL}, nil
+		case assess.StageWave:
+			// An earlier wave's rollouts finishing wake nothing: look again
+			// at the bake's end, and every wavePoll until then.
+			if d.RequeueAt.IsZero() || d.RequeueAt.Sub(s.now) > wavePoll {
+				return ctrl.Result{RequeueAfter: wavePoll}, nil
+			}
 		}
 		if d.RequeueAt.IsZero() {
 			return ctrl.Result{}, nil

@@ -119,6 +119,8 @@ func blockEventReason(r kickv1alpha1.GateReason) string {
 		return "Settling"
 	case kickv1alpha1.GateRestartBudget:
 		return "WaitingForRestartSlot"
+	case kickv1alpha1.GateEarlierWave:
+		return "WaitingForEarlierWave"
 	}
 	return "WaitingForGate"
 }

@@ -102,7 +102,7 @@ func (c *Checker) input(ctx context.Context, w Write) (preflight.Input, error) {
 	now := c.now()
 	// The policies come first: in a namespace without any, the object is
 	// never decoded nor compared.
-	batch, err := request.NewBatch(ctx, c.Client, c.CSI, w.Namespace, now)
+	batch, err := request.NewBatch(ctx, c.Client, c.Kinds, c.CSI, w.Namespace, now)
 	if err != nil || len(batch.Policies()) == 0 {
 		return preflight.Input{}, err // no policy: not a namespace KICK manages
 	}

@@ -1,0 +1,111 @@
+package request
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/restart/assess"
+	"github.com/kick-operator/kick/restart/discovery"
+	"github.com/kick-operator/kick/restart/workload"
+)
+
+// A policy's restart.waves order the restarts of one change: the wave
+// stage of the assessment holds a workload until the consumers of the
+// changed source in earlier waves run the change, have completed their
+// rollout and have baked. waves gathers those consumers from the cache
+// (the source index, the workloads' own rollout status and their
+// KickRequests), so what it reads survives a crash or a failover.
+
+// wavePoll is how often a restart held by an earlier wave looks again
+// when no bake end is due: the earlier wave's rollouts finishing do not
+// wake it, so the next wave starts within this long of the last one.
+const wavePoll = 10 * time.Second
+
+// waves fills f.Waves when the policy selecting the workload orders its
+// restarts in waves and the workload is not in the first.
+func (b *Batch) waves(ctx context.Context, f *assess.Facts) error {
+	sel := assess.Select(*f)
+	p := sel.Policy
+	if p == nil || len(p.Spec.RestartWaves()) == 0 {
+		return nil
+	}
+	mine, err := p.Spec.WaveOf(f.Target.Labels)
+	if err != nil || mine == 0 {
+		return nil // the wave stage reports the error, or lets the first wave go
+	}
+	f.Waves = &assess.Waves{Earlier: map[string][]assess.WaveMember{}}
+	for _, d := range f.Dependencies {
+		if !d.Counted || d.Record == nil || (d.Kind != string(kickv1alpha1.SourceSecret) && d.Kind != string(kickv1alpha1.SourceConfigMap)) {
+			continue
+		}
+		key := d.Kind + "/" + d.Name
+		members, err := b.waveMembers(ctx, p, mine, f.Target, d.Kind, d.Name)
+		if err != nil {
+			return err
+		}
+		f.Waves.Earlier[key] = members
+	}
+	return nil
+}
+
+// waveMembers lists the consumers of a source in the policy's waves before
+// wave, the target left out.
+func (b *Batch) waveMembers(ctx context.Context, p *kickv1alpha1.KickPolicy, wave int, target assess.Target, kind, name string) ([]assess.WaveMember, error) {
+	var out []assess.WaveMember
+	for _, list := range b.kinds.Lists() {
+		if err := b.c.List(ctx, list, client.InNamespace(target.Namespace),
+			client.MatchingFields{discovery.SourceIndex: discovery.IndexKey(kind, name)}); err != nil {
+			return nil, fmt.Errorf("list the consumers of %s %s/%s: %w", kind, target.Namespace, name, err)
+		}
+		for _, w := range workload.Items(list) {
+			if workload.KindOf(w) == target.Kind && w.GetName() == target.Name || !w.GetDeletionTimestamp().IsZero() {
+				continue
+			}
+			j, earlier := assess.EarlierWave(p, b.policies, wave, w.GetLabels())
+			if !earlier {
+				continue
+			}
+			m, err := b.waveMember(ctx, w, j)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// waveMember reads what the wave stage judges of one earlier consumer.
+func (b *Batch) waveMember(ctx context.Context, w client.Object, wave int) (assess.WaveMember, error) {
+	ref := workload.RefOf(w)
+	m := assess.WaveMember{Workload: ref.String(), Wave: wave}
+	h, err := b.kinds.Handle(ctx, b.c, w)
+	if err != nil {
+		return m, err
+	}
+	r, err := h.Inspect(ctx, b.c)
+	if err != nil {
+		return m, err
+	}
+	m.Since, m.Complete, m.Status = r.Since, r.Complete, r.Message
+	var kr kickv1alpha1.KickRequest
+	err = b.c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: kickv1alpha1.RequestName(ref.Kind, ref.Name)}, &kr, client.UnsafeDisableDeepCopy)
+	switch {
+	case apierrors.IsNotFound(err):
+		return m, nil
+	case err != nil:
+		return m, fmt.Errorf("read the KickRequest of %s: %w", ref, err)
+	}
+	if kr.Status.Phase == kickv1alpha1.PhaseSucceeded && kr.Status.CompletionTime != nil {
+		m.CompletedAt = kr.Status.CompletionTime.Time
+	}
+	if _, released := kr.Annotations[kickv1alpha1.ReleaseHaltAnnotation]; released && kr.Status.Phase == kickv1alpha1.PhaseFailed && kr.Status.RestartedFor != nil {
+		m.Released = true
+	}
+	return m, nil
+}

@@ -21,23 +21,28 @@ import (
 const fanoutLabel = "kick-test/fanout"
 
 // consumers creates n Deployments in f's namespace reading Secret secret,
-// labelled for the rollout watch, and waits until they are available and
-// the Secret is baselined.
-func consumers(f *fixture.F, run, secret string, n int) []string {
+// labelled for the rollout watch, each changed by shape (given its index)
+// before it is created, and waits until they are available and the Secret
+// is baselined.
+func consumers(f *fixture.F, run, secret string, n int, shape ...func(int, *appsv1.Deployment)) []string {
 	f.T.Helper()
 	f.Secret(secret, map[string]string{"v": "1"}, nil)
 	var names []string
 	for i := range n {
 		name := fmt.Sprintf("app-%02d", i)
 		labels := map[string]string{"app": name, fanoutLabel: run}
-		f.Create(&appsv1.Deployment{
+		d := &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 			Spec: appsv1.DeploymentSpec{
 				Replicas: ptr.To[int32](1),
 				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
 				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: fixture.PodSpec(secret)},
 			},
-		})
+		}
+		for _, s := range shape {
+			s(i, d)
+		}
+		f.Create(d)
 		names = append(names, f.NS+"/"+name)
 	}
 	for i := range n {

@@ -27,29 +27,12 @@ import (
 // really fails (ProgressDeadlineExceeded), as a bad configuration would.
 func fragileConsumers(f *fixture.F, run, secret string, n int) []string {
 	f.T.Helper()
-	f.Secret(secret, map[string]string{"v": "1"}, nil)
-	var names []string
-	for i := range n {
-		name := fmt.Sprintf("app-%02d", i)
-		labels := map[string]string{"app": name, fanoutLabel: run}
-		f.Create(&appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-			Spec: appsv1.DeploymentSpec{
-				Replicas:                ptr.To[int32](1),
-				ProgressDeadlineSeconds: ptr.To[int32](5),
-				Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
-					MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0)),
-				}},
-				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: fixture.PodSpec(secret)},
-			},
-		})
-		names = append(names, f.NS+"/"+name)
-	}
-	for i := range n {
-		f.WaitAvailable(fmt.Sprintf("app-%02d", i))
-	}
-	f.WaitObservation(secret)
+	names := consumers(f, run, secret, n, func(_ int, d *appsv1.Deployment) {
+		d.Spec.ProgressDeadlineSeconds = ptr.To[int32](5)
+		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+			MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+		}}
+	})
 	f.Create(&corev1.ResourceQuota{
 		ObjectMeta: metav1.ObjectMeta{Name: "pods"},
 		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse(fmt.Sprint(n))}},

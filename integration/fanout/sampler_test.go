@@ -32,6 +32,9 @@ type rollouts struct {
 	// peak is the most rollouts in progress at any one point.
 	peak     int
 	peakWhen string
+	// startedAt is when the watch showed each Deployment's latest stamp;
+	// availableAt when it first showed it available after that.
+	startedAt, availableAt map[string]time.Time
 }
 
 // followRollouts starts watching the Deployments labelled key=value in
@@ -48,7 +51,8 @@ func followRollouts(t *testing.T, env *cluster.Env, key, value string) *rollouts
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rollouts{state: map[string]*appsv1.Deployment{}, stamps: map[string][]string{}}
+	r := &rollouts{state: map[string]*appsv1.Deployment{}, stamps: map[string][]string{},
+		startedAt: map[string]time.Time{}, availableAt: map[string]time.Time{}}
 	go func() {
 		defer w.Stop()
 		for ev := range w.ResultChan() {
@@ -75,6 +79,11 @@ func (r *rollouts) observe(typ watch.EventType, d *appsv1.Deployment) {
 	if seen := r.stamps[key]; stamp != "" && (len(seen) == 0 || seen[len(seen)-1] != stamp) {
 		r.stamps[key] = append(seen, stamp)
 		r.started = append(r.started, key)
+		r.startedAt[key] = time.Now()
+		delete(r.availableAt, key)
+	}
+	if _, done := r.availableAt[key]; !done && len(r.stamps[key]) > 0 && controlplane.DeploymentAvailable(d) {
+		r.availableAt[key] = time.Now()
 	}
 	n := 0
 	for _, other := range r.state {
@@ -103,6 +112,14 @@ func (r *rollouts) Peak() (int, string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.peak, r.peakWhen
+}
+
+// Times returns when the watch showed each Deployment's latest restart
+// begin, and when it showed that restart rolled out (zero: not yet).
+func (r *rollouts) Times(key string) (started, available time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.startedAt[key], r.availableAt[key]
 }
 
 // Started returns the Deployments in the order their restarts began.

@@ -200,6 +200,16 @@ func TestAssessDecisionTable(t *testing.T) {
 			f.Target.Labels["tier"] = "canary"
 			f.Waves = nil
 		}, verdict: Stale, allowed: true},
+		{name: "a change the records do not show yet", mutate: func(f *Facts) {
+			waved(f, 0)
+			f.Dependencies[0].Record = relevant(t0.Add(-time.Minute))
+			f.Handed = freshness.At(t0.Add(10*time.Minute - time.Second))
+		}, verdict: Stale, stage: StageWave, reason: kickv1alpha1.GateEarlierWave, until: t0.Add(10*time.Minute - time.Second + RecordLag)},
+		{name: "a change no record shows is a person's", mutate: func(f *Facts) {
+			waved(f, 0)
+			f.Dependencies[0].Record = relevant(t0.Add(-time.Minute))
+			f.Handed = freshness.At(t0.Add(10*time.Minute - RecordLag))
+		}, verdict: Stale, allowed: true},
 		{name: "a later wave the manager has not judged", mutate: func(f *Facts) {
 			waved(f, 0)
 			f.Waves = nil

@@ -97,7 +97,7 @@ func evaluateGate(f Facts, p *kickv1alpha1.KickPolicy, latest freshness.Change, 
 		scheduleStage(p, f.Now),
 		minIntervalStage(p, f.Target, f.Now),
 		haltStage(f, deps),
-		waveStage(f, p, deps),
+		waveStage(f, p, latest, deps),
 		gitOpsStage(p, f.GitOps),
 		budgetStage(f.Budget),
 	}

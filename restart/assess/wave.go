@@ -71,7 +71,7 @@ type wavePending struct {
 // source whose change the running pods do not carry yet, each consumer of
 // that source in an earlier wave must carry the change, be complete and
 // available, and have been so for its wave's bake.
-func waveStage(f Facts, p *kickv1alpha1.KickPolicy, deps []DependencyResult) StageResult {
+func waveStage(f Facts, p *kickv1alpha1.KickPolicy, latest freshness.Change, deps []DependencyResult) StageResult {
 	waves := p.Spec.RestartWaves()
 	if len(waves) == 0 {
 		return open(StageWave, "no restart waves")
@@ -86,8 +86,13 @@ func waveStage(f Facts, p *kickv1alpha1.KickPolicy, deps []DependencyResult) Sta
 		return open(StageWave, fmt.Sprintf("%s is the first of %d", name, len(waves)+1))
 	}
 	pending := pendingSources(f, deps)
+	if lag := unrecorded(f, latest, pending); !lag.IsZero() {
+		return StageResult{Stage: StageWave, Reason: kickv1alpha1.GateEarlierWave, Next: lag,
+			Message: fmt.Sprintf("%s: waiting until %s for the record of the change at %s, to see which earlier waves it concerns",
+				name, formatTime(lag), formatTime(latest.Latest))}
+	}
 	if len(pending) == 0 {
-		return open(StageWave, fmt.Sprintf("%s: no change to bring in", name))
+		return open(StageWave, fmt.Sprintf("%s: no change of a source to bring in", name))
 	}
 	if f.Waves == nil {
 		return StageResult{Stage: StageWave, Unknown: true,
@@ -105,6 +110,31 @@ func waveStage(f Facts, p *kickv1alpha1.KickPolicy, deps []DependencyResult) Sta
 		return open(StageWave, fmt.Sprintf("%s: every earlier wave has rolled out the change", name))
 	}
 	return hold.result(p, name, holdSource)
+}
+
+// RecordLag is how long the wave stage waits for the observation record
+// of a change it knows only from a router event or a request's change
+// annotation: the record names the source, and so the earlier waves that
+// go first. A change no record shows after that is a person's request,
+// which waves do not order.
+const RecordLag = 10 * time.Second
+
+// unrecorded returns until when to wait for the record of latest, when the
+// running pods do not carry it and no pending source's record shows it;
+// zero otherwise.
+func unrecorded(f Facts, latest freshness.Change, pending []DependencyResult) time.Time {
+	if latest.IsZero() || !freshness.Newer(latest, f.Rollout.Since) {
+		return time.Time{}
+	}
+	for _, d := range pending {
+		if !d.Change.Latest.Before(latest.Latest) {
+			return time.Time{}
+		}
+	}
+	if until := latest.Latest.Add(RecordLag); f.Now.Before(until) {
+		return until
+	}
+	return time.Time{}
 }
 
 // pendingSources are the in-scope Secrets and ConfigMaps whose recorded

@@ -101,6 +101,11 @@ func (b *Batch) waveMember(ctx context.Context, w client.Object, wave int) (asse
 	case err != nil:
 		return m, fmt.Errorf("read the KickRequest of %s: %w", ref, err)
 	}
+	if m.Complete && !kr.Status.Phase.IsTerminal() {
+		// The bake counts from the completion its request records; until
+		// then the member is not done.
+		m.Complete, m.Status = false, fmt.Sprintf("KickRequest %s is %s", kr.Name, orDefault(string(kr.Status.Phase), "new"))
+	}
 	if kr.Status.Phase == kickv1alpha1.PhaseSucceeded && kr.Status.CompletionTime != nil {
 		m.CompletedAt = kr.Status.CompletionTime.Time
 	}

@@ -1,0 +1,151 @@
+package fanout
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/integration/fixture"
+)
+
+// tiers labels the consumers for the waves: app-04 is the canary, app-02
+// and app-03 the main wave, app-00 and app-01 no wave. Names and waves run
+// in opposite orders, so a restart order by name (the budget's tie-break)
+// fails the test.
+func tiers(i int, d *appsv1.Deployment) {
+	switch i {
+	case 4:
+		d.Labels["tier"] = "canary"
+	case 2, 3:
+		d.Labels["tier"] = "main"
+	}
+}
+
+// A Secret consumed by five Deployments changes under a policy with three
+// waves (canary with a bake, main, then the workloads no wave selects) and
+// restart.maxConcurrent 1. Counted from the Deployments' own status: each
+// restarts exactly once; the main wave begins only after the canary has
+// been available for the bake; the last group only after the main wave is
+// available; there is never more than one rollout at a time.
+func TestWavesRunInOrderWithTheirBake(t *testing.T) {
+	f := fixture.Setup(t)
+	run := f.NS
+	const bake = 20 * time.Second
+	f.Policy("waved", `
+discovery: {workloadSelector: {}}
+restart:
+  minInterval: 0s
+  maxConcurrent: 1
+  waves:
+  - {name: canary, selector: {matchLabels: {tier: canary}}, bake: 20s}
+  - {name: main, selector: {matchLabels: {tier: main}}}`)
+	names := consumers(f, run, "shared", 5, tiers)
+	watch := followRollouts(t, f.Env, fanoutLabel, run)
+	gates := followGates(t, f)
+
+	f.SetSecret("shared", map[string]string{"v": "2"})
+	watch.WaitSettled(t, 4*time.Minute, 1, names...)
+	f.Barrier()
+
+	key := func(i int) string { return fmt.Sprintf("%s/app-%02d", f.NS, i) }
+	t.Logf("restarts began in the order %v", watch.Started())
+	// The watch and the manager see a rollout finish at slightly different
+	// moments, and a request's completion time has whole seconds.
+	const slack = 2 * time.Second
+	_, canaryUp := watch.Times(key(4))
+	for _, i := range []int{2, 3} {
+		if began, _ := watch.Times(key(i)); began.Before(canaryUp.Add(bake - slack)) {
+			t.Errorf("main wave %s began %s after the canary was available; the canary's bake is %s",
+				key(i), began.Sub(canaryUp).Round(time.Millisecond), bake)
+		}
+	}
+	for _, i := range []int{0, 1} {
+		began, _ := watch.Times(key(i))
+		for _, j := range []int{2, 3} {
+			if _, up := watch.Times(key(j)); began.Before(up.Add(-slack)) {
+				t.Errorf("%s (no wave) began %s before main-wave %s was available", key(i), up.Sub(began).Round(time.Millisecond), key(j))
+			}
+		}
+	}
+	if peak, when := watch.Peak(); peak > 1 {
+		t.Errorf("%d rollouts were in progress at once (%s); restart.maxConcurrent is 1", peak, when)
+	}
+	for _, k := range names {
+		if n := watch.Restarts()[k]; n != 1 {
+			t.Errorf("%s restarted %d times, want exactly 1", k, n)
+		}
+	}
+
+	// The held requests said why in their status, naming their wave and
+	// the one before. (Their Events cannot show it: the events API folds
+	// a request's Events of one reason into the first one's series.)
+	for request, says := range map[string][]string{
+		"deployment-app-02": {`wave "main" (2 of 3) waits for wave "canary" (1 of 3) to bake (restart.waves bake 20s) until `},
+		"deployment-app-00": {`the workloads no wave selects (3 of 3) waits for wave "main" (2 of 3) to roll out the change of Secret/shared: `},
+	} {
+		seen := gates.Seen(request)
+		for _, want := range says {
+			if !slices.ContainsFunc(seen, func(g string) bool { return strings.HasPrefix(g, "EarlierWave: "+want) }) {
+				t.Errorf("request %s never said %q; its gates: %q", request, want, seen)
+			}
+		}
+	}
+	for _, kr := range f.Requests() {
+		if kr.Status.Phase != kickv1alpha1.PhaseSucceeded || kr.Status.RestartCount != 1 {
+			t.Errorf("request %s: phase %s, restartCount %d, want Succeeded after 1", kr.Name, kr.Status.Phase, kr.Status.RestartCount)
+		}
+	}
+}
+
+// gates records, through one watch, every gate a namespace's KickRequests
+// wrote to their status ("Reason: message"), in order.
+type gates struct {
+	mu   sync.Mutex
+	seen map[string][]string
+}
+
+func followGates(t *testing.T, f *fixture.F) *gates {
+	t.Helper()
+	wc, err := client.NewWithWatch(f.Env.Config, client.Options{Scheme: f.Env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w, err := wc.Watch(ctx, &kickv1alpha1.KickRequestList{}, client.InNamespace(f.NS))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gates{seen: map[string][]string{}}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			kr, ok := ev.Object.(*kickv1alpha1.KickRequest)
+			if !ok || kr.Status.Gate == nil {
+				continue
+			}
+			line := string(kr.Status.Gate.Reason) + ": " + kr.Status.Gate.Message
+			g.mu.Lock()
+			if s := g.seen[kr.Name]; len(s) == 0 || s[len(s)-1] != line {
+				g.seen[kr.Name] = append(s, line)
+			}
+			g.mu.Unlock()
+		}
+	}()
+	return g
+}
+
+// Seen returns the gates a request wrote, in order.
+func (g *gates) Seen(request string) []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.seen[request])
+}

@@ -229,4 +229,3 @@ func values(m map[string]string) []string {
 	sort.Strings(out)
 	return out
 }
-

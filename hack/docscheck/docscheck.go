@@ -91,24 +91,28 @@ func headingOf(line string) (int, string) {
 	return l, strings.TrimSpace(line[l:])
 }
 
-// cells splits a table row at the pipes that are outside code spans.
+// cells splits a table row at its pipes; a pipe escaped with a backslash
+// (as in a code span, "`a \| b`") separates nothing.
 func cells(line string) []string {
 	line = strings.TrimSpace(line)
 	line = strings.TrimPrefix(line, "|")
-	line = strings.TrimSuffix(line, "|")
+	if strings.HasSuffix(line, "|") && !strings.HasSuffix(line, `\|`) {
+		line = line[:len(line)-1]
+	}
 	var out []string
 	var cur strings.Builder
-	inCode := false
-	for _, r := range line {
+	for i := 0; i < len(line); i++ {
 		switch {
-		case r == '`':
-			inCode = !inCode
-		case r == '|' && !inCode:
+		case line[i] == '\\' && i+1 < len(line) && line[i+1] == '|':
+			cur.WriteByte('|')
+			i++
+			continue
+		case line[i] == '|':
 			out = append(out, strings.TrimSpace(cur.String()))
 			cur.Reset()
 			continue
 		}
-		cur.WriteRune(r)
+		cur.WriteByte(line[i])
 	}
 	return append(out, strings.TrimSpace(cur.String()))
 }

@@ -40,6 +40,16 @@ func newLogger(opts *zap.Options) logr.Logger {
 	return zap.New(zap.UseFlagOptions(opts), zap.RawZapOpts(uberzap.WrapCore(lazylog.Core)))
 }
 
+// bindFlags registers the manager's flags on fs: its options, the --zap-*
+// logging flags and --version. --kubeconfig is not among them:
+// controller-runtime's config package registers it on flag.CommandLine.
+// docs/reference/configuration.md lists every flag (TestFlagTable).
+func bindFlags(fs *flag.FlagSet, opts *options, zapOpts *zap.Options) (showVersion *bool) {
+	opts.bind(fs)
+	zapOpts.BindFlags(fs)
+	return fs.Bool("version", false, "print the version and exit")
+}
+
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
@@ -52,10 +62,8 @@ func main() {
 
 func run() error {
 	var opts options
-	opts.bind(flag.CommandLine)
 	zapOpts := zap.Options{}
-	zapOpts.BindFlags(flag.CommandLine)
-	showVersion := flag.Bool("version", false, "print the version and exit")
+	showVersion := bindFlags(flag.CommandLine, &opts, &zapOpts)
 	flag.Parse()
 	if *showVersion {
 		fmt.Println(version)

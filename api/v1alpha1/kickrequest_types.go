@@ -105,8 +105,8 @@ type GateStatus struct {
 	// +optional
 	Reason GateReason `json:"reason,omitempty"`
 	// Stage is the gate that holds the restart back, in the order they are
-	// evaluated: Suspend, Settle, Schedule, MinInterval, Halt, GitOps or
-	// Budget; empty when every gate is open.
+	// evaluated: Suspend, Settle, Schedule, MinInterval, Halt, Wave, GitOps
+	// or Budget; empty when every gate is open.
 	// +optional
 	Stage string `json:"stage,omitempty"`
 	// Message explains the decision for humans.

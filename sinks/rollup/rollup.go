@@ -76,7 +76,7 @@ type Group struct {
 // Open counts the members that have not finished.
 func (g Group) Open() int { return g.Held + g.Waiting + g.InProgress }
 
-// Build groups members into fan-outs, newest change first. A request belongs to the change its
+// Build groups members into fan-outs, newest change first (then by namespace and source). A request belongs to the change its
 // last restart answered, unless it is open and saw a newer change since: then it belongs to the
 // fan-out of that newer change, if one of the other requests restarted for it (a change no
 // request restarted for yet has no known source, so no group).
@@ -109,6 +109,9 @@ func Build(members []Member) []Group {
 	slices.SortFunc(out, func(a, b Group) int {
 		if c := b.ChangedAt.Compare(a.ChangedAt); c != 0 {
 			return c
+		}
+		if a.Namespace != b.Namespace {
+			return compare(a.Namespace, b.Namespace)
 		}
 		if a.Source.Kind != b.Source.Kind {
 			return compare(a.Source.Kind, b.Source.Kind)

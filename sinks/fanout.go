@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -107,7 +108,7 @@ func (d *dispatcher) rollUpOnce(ctx context.Context, st *policyState, rs *rollSt
 	st.mu.Unlock()
 	var (
 		due     []format.Summary
-		holds   []time.Time
+		holds   []time.Time // of the open groups
 		open    int
 		evicted int64
 		present = make(map[rollup.Key]bool, len(groups))
@@ -123,7 +124,6 @@ func (d *dispatcher) rollUpOnce(ctx context.Context, st *policyState, rs *rollSt
 			rs.sent[g.Key] = true // handled before this manager, or before the policy existed
 		case isDue:
 			due = append(due, summaryOf(st, g, at))
-			holds = append(holds, at)
 		case open >= d.opts.MaxOpenRollUps:
 			rs.evicted[g.Key] = true
 			evicted++
@@ -145,14 +145,16 @@ func (d *dispatcher) rollUpOnce(ctx context.Context, st *policyState, rs *rollSt
 		d.metrics.rollUpsEvicted.Add(float64(evicted))
 		d.log.Info("gave up following fan-outs: too many open at once", "namespace", st.key.Namespace, "policy", st.key.Name, "evicted", evicted, "max", d.opts.MaxOpenRollUps)
 	}
-	d.setHolds(st, rs, holds)
-	for i, s := range due {
-		if !d.sendSummary(ctx, st, s) {
+	// Oldest first; each unsent summary holds the watermark at its time.
+	slices.SortStableFunc(due, func(a, b format.Summary) int { return a.Time.Compare(b.Time) })
+	for i := range due {
+		d.setHolds(st, rs, append(slices.Clip(holds), summaryTimes(due[i:])...))
+		if !d.sendSummary(ctx, st, due[i]) {
 			return next // stopping: the holds keep the watermark before what was not sent
 		}
-		rs.sent[summaryKey(s)] = true
-		d.setHolds(st, rs, holds[i+1:])
+		rs.sent[summaryKey(due[i])] = true
 	}
+	d.setHolds(st, rs, holds)
 	return next
 }
 
@@ -210,6 +212,14 @@ func summaryOf(st *policyState, g rollup.Group, at time.Time) format.Summary {
 		LastCompletion: g.LastCompletion,
 		Time:           at,
 	}
+}
+
+func summaryTimes(ss []format.Summary) []time.Time {
+	out := make([]time.Time, len(ss))
+	for i, s := range ss {
+		out[i] = s.Time
+	}
+	return out
 }
 
 func summaryKey(s format.Summary) rollup.Key {

@@ -66,19 +66,25 @@ func (st *policyState) pokeRollUp(ev router.Event) {
 func (d *dispatcher) rollUps(ctx context.Context, st *policyState, rs *rollState) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	at := time.Now() // when the timer fires
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-st.rollWake:
-			timer.Stop()
-			timer.Reset(rollUpDebounce)
+			// Look soon, but never later than planned: a namespace whose requests keep
+			// changing phase must not postpone the look for ever.
+			if soon := time.Now().Add(rollUpDebounce); soon.Before(at) {
+				at = soon
+				timer.Reset(rollUpDebounce)
+			}
 			continue
 		case <-timer.C:
 		}
-		now := time.Now()
-		next := d.rollUpOnce(ctx, st, rs, now)
-		timer.Reset(max(next.Sub(time.Now()), rollUpDebounce))
+		next := d.rollUpOnce(ctx, st, rs, time.Now())
+		wait := max(time.Until(next), rollUpDebounce)
+		at = time.Now().Add(wait)
+		timer.Reset(wait)
 	}
 }
 

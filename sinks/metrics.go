@@ -33,7 +33,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		})),
 		rollUpsEvicted: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "kick_notification_rollups_evicted_total",
-			Help: "Fan-out summaries given up because more fan-outs than --max-open-rollups (per NotificationPolicy) were open at once.",
+			Help: "Fan-out summaries given up because a NotificationPolicy with spec.rollUp had more open fan-outs at once than the manager follows per policy (64); per policy in status.rollUpsEvicted.",
 		})),
 	}
 }

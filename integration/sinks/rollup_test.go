@@ -28,7 +28,8 @@ import (
 
 // TestRollUpCloudEvents: a NotificationPolicy with rollUp mode Only sends, to a receiver built
 // with the CloudEvents SDK, exactly one summary per change of a Secret, computed from the
-// KickRequests in the API server: the counts cover only the workloads its selector matches,
+// KickRequests in the API server: the counts cover only the workloads its selector matches
+// and the waves their KickPolicy orders them in,
 // the summary comes when the last request finished, or when maxWait passed with what is
 // still open; per-request phase changes are not sent. A manager that stops while a fan-out is
 // open sends its summary after its restart, under the same id.
@@ -58,12 +59,24 @@ func TestRollUpCloudEvents(t *testing.T) {
 	})
 
 	// Five Deployments read Secret web-tls; web-4 is another tenant's team (tier db) that this
-	// policy must not count.
+	// policy must not count. The KickPolicy restarts web-0 in a canary wave, the rest after.
 	for i, tier := range []string{"web", "web", "web", "web", "db"} {
 		dep := deployment(ns, fmt.Sprintf("web-%d", i), tier)
+		if i == 0 {
+			dep.Labels["ring"] = "canary"
+		}
 		if err := c.Create(ctx, dep); err != nil {
 			t.Fatal(err)
 		}
+	}
+	kp := &kickv1alpha1.KickPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: kickv1alpha1.KickPolicySpec{
+		Restart: &kickv1alpha1.RestartSpec{Waves: []kickv1alpha1.RestartWave{
+			{Name: "canary", Selector: metav1.LabelSelector{MatchLabels: map[string]string{"ring": "canary"}}},
+			{Name: "rest"},
+		}},
+	}}
+	if err := c.Create(ctx, kp); err != nil {
+		t.Fatal(err)
 	}
 	a := time.Now().Add(time.Second)
 	aTime := kickv1alpha1.NewNanoTime(a)
@@ -86,7 +99,7 @@ func TestRollUpCloudEvents(t *testing.T) {
 	setRequest(t, c, ns, "web-2", kickv1alpha1.PhaseSucceeded, tls(aTime), &last)
 	e := nextSummary(t, got)
 	want := format.Summary{Policy: string(policyUID(t, c, ns)), Namespace: ns, SourceKind: "Secret", SourceName: "web-tls", ChangedAt: a,
-		Workloads: 3, Succeeded: 2, Failed: 1, LastCompletion: last.Time, Time: last.Time}
+		Workloads: 3, Succeeded: 2, Failed: 1, Waves: 2, LastCompletion: last.Time, Time: last.Time}
 	checkSummary(t, e, want)
 
 	// Change B: the maxWait of one minute passes with one restart still open and one held.
@@ -111,7 +124,7 @@ func TestRollUpCloudEvents(t *testing.T) {
 		e = nextSummary(t, got)
 	}
 	wantB := format.Summary{Policy: want.Policy, Namespace: ns, SourceKind: "Secret", SourceName: "web-tls", ChangedAt: b,
-		Workloads: 3, Succeeded: 1, InProgress: 1, Held: 1, LastCompletion: bDone.Time, Time: b.Add(time.Minute)}
+		Workloads: 3, Succeeded: 1, InProgress: 1, Held: 1, Waves: 2, LastCompletion: bDone.Time, Time: b.Add(time.Minute)}
 	checkSummary(t, e, wantB)
 	select {
 	case e := <-got:
@@ -199,6 +212,7 @@ func setRequest(t *testing.T, c client.Client, ns, name string, phase kickv1alph
 	observed := metav1.NewMicroTime(src.ChangedAt.Time)
 	writeRequest(t, c, ns, name, func(st *kickv1alpha1.KickRequestStatus) {
 		st.Phase, st.RestartedFor, st.CompletionTime, st.LatestObservedDependencyChange = phase, src, completed, &observed
+		st.PolicyRef = "web"
 		st.Gate = &kickv1alpha1.GateStatus{Reason: kickv1alpha1.GateAllowed}
 	})
 }
@@ -208,7 +222,7 @@ func setHeld(t *testing.T, c client.Client, ns, name string, changed time.Time) 
 	t.Helper()
 	observed := metav1.NewMicroTime(changed)
 	writeRequest(t, c, ns, name, func(st *kickv1alpha1.KickRequestStatus) {
-		st.Phase, st.LatestObservedDependencyChange = kickv1alpha1.PhaseWaitingForGate, &observed
+		st.Phase, st.LatestObservedDependencyChange, st.PolicyRef = kickv1alpha1.PhaseWaitingForGate, &observed, "web"
 		st.Gate = &kickv1alpha1.GateStatus{Reason: kickv1alpha1.GateRolloutHalted, Stage: "Halt", Message: "halted after Deployment web-1 failed its rollout"}
 	})
 }

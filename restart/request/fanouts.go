@@ -36,14 +36,43 @@ func (f *FanOuts) Members(ctx context.Context, namespace string) ([]rollup.Membe
 		return nil, nil
 	}
 	labels := f.labels(ctx, namespace)
+	policies := f.policies(ctx, namespace)
 	out := make([]rollup.Member, 0, len(list.Items))
 	for i := range list.Items {
 		kr := &list.Items[i]
 		m := memberOf(kr)
 		m.TargetLabels = labels[string(kr.Spec.TargetRef.Kind)+"/"+kr.Spec.TargetRef.Name]
+		m.Wave = waveOf(policies[kr.Status.PolicyRef], m.TargetLabels)
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// policies maps the names of the namespace's KickPolicies to their specs.
+func (f *FanOuts) policies(ctx context.Context, namespace string) map[string]*kickv1alpha1.KickPolicySpec {
+	var list kickv1alpha1.KickPolicyList
+	if err := f.Client.List(ctx, &list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	out := make(map[string]*kickv1alpha1.KickPolicySpec, len(list.Items))
+	for i := range list.Items {
+		out[list.Items[i].Name] = &list.Items[i].Spec
+	}
+	return out
+}
+
+// waveOf is the restart wave of a workload with these labels under the
+// policy that selects it, counted from 1 (the workloads no wave selects go
+// last, in a wave of their own); 0 when the policy has no waves.
+func waveOf(p *kickv1alpha1.KickPolicySpec, labels map[string]string) int {
+	if len(p.RestartWaves()) == 0 {
+		return 0
+	}
+	i, err := p.WaveOf(labels)
+	if err != nil {
+		return 0
+	}
+	return i + 1
 }
 
 // labels maps "Kind/name" to the labels of every workload of the namespace,
@@ -92,7 +121,5 @@ func memberOf(kr *kickv1alpha1.KickRequest) rollup.Member {
 	default:
 		m.Outcome = rollup.Waiting
 	}
-	// Waves (KickPolicy spec.restart.waves) are not recorded on requests
-	// yet; Wave stays 0 and summaries leave the count out until they are.
 	return m
 }

@@ -54,3 +54,28 @@ func TestMembersJoinTheirFanOut(t *testing.T) {
 		t.Fatalf("group:\n got %+v\nwant %+v", got[0], want)
 	}
 }
+
+// TestWaveOf: a request's wave is its workload's wave under its KickPolicy, counted from 1, the
+// workloads no wave selects in a last wave of their own; 0 without waves.
+func TestWaveOf(t *testing.T) {
+	p := &kickv1alpha1.KickPolicySpec{Restart: &kickv1alpha1.RestartSpec{Waves: []kickv1alpha1.RestartWave{
+		{Name: "canary", Selector: metav1.LabelSelector{MatchLabels: map[string]string{"ring": "canary"}}},
+		{Name: "eu", Selector: metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}}},
+	}}}
+	cases := []struct {
+		policy *kickv1alpha1.KickPolicySpec
+		labels map[string]string
+		want   int
+	}{
+		{p, map[string]string{"ring": "canary", "region": "eu"}, 1},
+		{p, map[string]string{"region": "eu"}, 2},
+		{p, map[string]string{"region": "us"}, 3},
+		{&kickv1alpha1.KickPolicySpec{}, map[string]string{"ring": "canary"}, 0},
+		{nil, nil, 0}, // the request names no policy the cache has
+	}
+	for _, tc := range cases {
+		if got := waveOf(tc.policy, tc.labels); got != tc.want {
+			t.Errorf("waveOf(%v) = %d, want %d", tc.labels, got, tc.want)
+		}
+	}
+}

@@ -22,6 +22,7 @@ import (
 type fakeFanOuts struct {
 	mu      sync.Mutex
 	members []rollup.Member
+	calls   int
 }
 
 func (f *fakeFanOuts) Members(_ context.Context, namespace string) ([]rollup.Member, error) {
@@ -30,7 +31,14 @@ func (f *fakeFanOuts) Members(_ context.Context, namespace string) ([]rollup.Mem
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.calls++
 	return append([]rollup.Member(nil), f.members...), nil
+}
+
+func (f *fakeFanOuts) looks() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
 }
 
 func (f *fakeFanOuts) set(ms ...rollup.Member) {
@@ -297,5 +305,45 @@ func TestRollUpEvictsBeyondCap(t *testing.T) {
 	}
 	if st.rollUpsEvicted != 2 {
 		t.Fatalf("evicted = %d after they fell due, want still 2", st.rollUpsEvicted)
+	}
+}
+
+// TestRollUpLoopWakesOnPhaseChange: the running roll-up loop looks again soon after a request of
+// the namespace changes phase (its periodic look is an hour away here) and sends the summary of
+// the fan-out that finished; with mode Only the phase change itself is not sent.
+func TestRollUpLoopWakesOnPhaseChange(t *testing.T) {
+	rc := newReceiver(t, status(http.StatusOK))
+	src := &fakeFanOuts{}
+	p := rollUpPolicy(rc.URL, kickv1alpha1.RollUpOnly)
+	p.Status.HandledThrough = &metav1.Time{Time: time.Now().Add(-10 * time.Minute)}
+	d, _, _ := rollUpDispatcher(t, src, p, func(o *Options) {
+		o.RollUpInterval = time.Hour
+		o.Replay, o.ReplayWindow = &fakeReplay{}, time.Hour
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	d.run(ctx)
+	waitUntil(t, "the first look", func() bool { return src.looks() == 1 })
+
+	// A fan-out finished (and settled) since the watermark: only a wake-up is missing.
+	a := time.Now().Add(-time.Minute)
+	src.set(member(webTLS, a, rollup.Succeeded, a.Add(time.Second), nil))
+	publish(t, d, phaseChanged("Succeeded"))
+	waitUntil(t, "a delivery", func() bool { return len(rc.seen()) > 0 })
+	got := summaries(t, rc)
+	if len(got) != 1 || got[0].Source.Name != "web-tls" || got[0].Workloads != 1 {
+		t.Fatalf("summaries %+v, want one of web-tls", got)
+	}
+}
+
+// waitUntil polls cond until it holds, failing the test after wait.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

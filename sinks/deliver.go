@@ -50,13 +50,23 @@ type outcome struct {
 // each is signed with its own timestamp.
 func (c *deliveryConfig) deliver(ctx context.Context, ev router.Event) outcome {
 	msg, err := c.formatter.Format(ev)
+	return c.send(ctx, msg, err, format.EventID(ev))
+}
+
+// deliverSummary sends a fan-out summary as deliver sends an event, with the summary's id.
+func (c *deliveryConfig) deliverSummary(ctx context.Context, s format.Summary) outcome {
+	msg, err := c.formatter.Summarize(s)
+	return c.send(ctx, msg, err, s.ID())
+}
+
+// send delivers msg, rendered with error err, under the delivery id.
+func (c *deliveryConfig) send(ctx context.Context, msg format.Message, err error, id string) outcome {
 	if errors.Is(err, format.ErrSkip) {
 		return outcome{kind: outcomeSkipped}
 	}
 	if err != nil {
 		return c.failed(outcome{}, "could not render the %s payload: %v", c.format, err)
 	}
-	id := format.EventID(ev)
 
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()

@@ -85,6 +85,8 @@ func verifyHMAC(t *testing.T, key []byte, h http.Header, body []byte) {
 	}
 }
 
+// TestDeliverSignsEveryFormat: events and fan-out summaries, in every format, are signed and
+// carry the policy's headers and credentials.
 func TestDeliverSignsEveryFormat(t *testing.T) {
 	key := []byte("0123456789abcdef0123456789abcdef")
 	secrets := []*corev1.Secret{
@@ -118,27 +120,38 @@ func TestDeliverSignsEveryFormat(t *testing.T) {
 			})
 			cfg := mustBuild(t, p, nil, secrets[0], secrets[1])
 			ev := phaseChanged(c.phase)
-			out := cfg.deliver(context.Background(), ev)
-			if out.kind != outcomeSuccess || out.attempts != 1 {
-				t.Fatalf("outcome %+v", out)
-			}
-			hits := rc.seen()
-			if len(hits) != 1 {
-				t.Fatalf("%d requests", len(hits))
-			}
-			h := hits[0].header
-			verifyHMAC(t, key, h, hits[0].body)
-			if err := signing.Verify(secrets[0].Data["key"], h, hits[0].body, 0); err != nil {
-				t.Fatalf("signing.Verify: %v", err)
-			}
-			if got := h.Get("webhook-id"); got != format.EventID(ev) {
-				t.Errorf("webhook-id %q, want %q", got, format.EventID(ev))
-			}
-			if h.Get("X-Api-Key") != sentinel || h.Get("X-Team") != "shop" || h.Get("Authorization") != "Bearer "+sentinel+"-bearer" {
-				t.Errorf("headers not sent: %v", h)
-			}
-			if h.Get("Content-Type") == "" {
-				t.Error("no Content-Type")
+			// A fan-out summary is signed and authenticated like an event.
+			sum := format.Summary{Policy: "uid-1", Namespace: testNS, SourceKind: "Secret", SourceName: "web-tls",
+				ChangedAt: ev.Time, Workloads: 2, Succeeded: 1, Failed: 1, LastCompletion: ev.Time.Add(time.Minute), Time: ev.Time.Add(time.Minute)}
+			for i, send := range []struct {
+				id      string
+				deliver func() outcome
+			}{
+				{format.EventID(ev), func() outcome { return cfg.deliver(context.Background(), ev) }},
+				{sum.ID(), func() outcome { return cfg.deliverSummary(context.Background(), sum) }},
+			} {
+				out := send.deliver()
+				if out.kind != outcomeSuccess || out.attempts != 1 {
+					t.Fatalf("delivery %d: outcome %+v", i, out)
+				}
+				hits := rc.seen()
+				if len(hits) != i+1 {
+					t.Fatalf("%d requests after delivery %d", len(hits), i)
+				}
+				h := hits[i].header
+				verifyHMAC(t, key, h, hits[i].body)
+				if err := signing.Verify(secrets[0].Data["key"], h, hits[i].body, 0); err != nil {
+					t.Fatalf("delivery %d: signing.Verify: %v", i, err)
+				}
+				if got := h.Get("webhook-id"); got != send.id {
+					t.Errorf("delivery %d: webhook-id %q, want %q", i, got, send.id)
+				}
+				if h.Get("X-Api-Key") != sentinel || h.Get("X-Team") != "shop" || h.Get("Authorization") != "Bearer "+sentinel+"-bearer" {
+					t.Errorf("delivery %d: headers not sent: %v", i, h)
+				}
+				if h.Get("Content-Type") == "" {
+					t.Errorf("delivery %d: no Content-Type", i)
+				}
 			}
 		})
 	}

@@ -131,6 +131,9 @@ func (d *dispatcher) blockedLocked(st *policyState) {
 func (d *dispatcher) apply(p *kickv1alpha1.NotificationPolicy, m matcher, cfg *deliveryConfig, prob *problem) error {
 	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 	sel := &selection{match: m, suspended: p.Spec.Suspend}
+	if r := p.Spec.RollUp; r != nil {
+		sel.rollUp = &rollUpSettings{only: r.Mode == kickv1alpha1.RollUpOnly, maxWait: r.RollUpWait()}
+	}
 	d.mu.Lock()
 	if d.stopped {
 		d.mu.Unlock()
@@ -250,6 +253,7 @@ func (d *dispatcher) announce(st *policyState, c metav1.Condition) {
 // for a policy that has none yet, at now, so a new policy gets no history.
 func (d *dispatcher) startFrom(st *policyState, p *kickv1alpha1.NotificationPolicy, now time.Time) {
 	h := p.Status.HandledThrough
+	st.rollFrom = now
 	if h == nil {
 		st.floor = now
 		return
@@ -257,5 +261,7 @@ func (d *dispatcher) startFrom(st *policyState, p *kickv1alpha1.NotificationPoli
 	st.floor = h.Time
 	if d.opts.Replay != nil && d.opts.ReplayWindow > 0 {
 		st.replaying, st.replayFrom = true, replayFrom(h.Time, now, d.opts.ReplayWindow)
+		// Summaries that fell due since the watermark are sent (again), as replayed events are.
+		st.rollFrom = st.replayFrom
 	}
 }

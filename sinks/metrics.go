@@ -17,6 +17,8 @@ const (
 type metrics struct {
 	deliveries *prometheus.CounterVec
 	dropped    prometheus.Counter
+	// rollUpsEvicted counts fan-outs whose summary was given up (Options.MaxOpenRollUps).
+	rollUpsEvicted prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -28,6 +30,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		dropped: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "kick_notification_dropped_total",
 			Help: "Notifications discarded because a policy's queue of pending deliveries (its router subscription) was full: its endpoint is not keeping up.",
+		})),
+		rollUpsEvicted: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kick_notification_rollups_evicted_total",
+			Help: "Fan-out summaries given up because a NotificationPolicy with spec.rollUp had more open fan-outs at once than the manager follows per policy (64); per policy in status.rollUpsEvicted.",
 		})),
 	}
 }

@@ -83,6 +83,17 @@ type Options struct {
 	Replay       ReplaySource
 	ReplayWindow time.Duration
 
+	// FanOuts lists the KickRequests of a namespace for the summaries of policies with
+	// spec.rollUp. Nil: no summaries are sent.
+	FanOuts FanOutSource
+	// RollUpInterval is the longest time between two looks at a rolled-up policy's fan-outs
+	// (a request's phase change triggers a look sooner). Default DefaultRollUpInterval.
+	RollUpInterval time.Duration
+	// MaxOpenRollUps bounds the fan-outs each policy follows while they are open; beyond it the
+	// oldest are given up (no summary) and counted in status.rollUpsEvicted. Default
+	// DefaultMaxOpenRollUps.
+	MaxOpenRollUps int
+
 	// MaxConcurrentReconciles is the number of reconcile workers; 0 means 1.
 	MaxConcurrentReconciles int
 }
@@ -101,6 +112,12 @@ func (o Options) fill() Options {
 	}
 	if o.StatusInterval <= 0 {
 		o.StatusInterval = DefaultStatusInterval
+	}
+	if o.RollUpInterval <= 0 {
+		o.RollUpInterval = DefaultRollUpInterval
+	}
+	if o.MaxOpenRollUps <= 0 {
+		o.MaxOpenRollUps = DefaultMaxOpenRollUps
 	}
 	o.DenyCIDRs = append(DefaultDenyCIDRs(), o.DenyCIDRs...)
 	return o

@@ -49,12 +49,20 @@ type policyState struct {
 	floor      time.Time    // the last watermark; for a new policy its first reconcile
 	replaying  bool         // the worker has not read the events it replays yet: the watermark stays at floor
 	replayFrom time.Time    // what the worker replays starts here
+
+	// Fan-out summaries (spec.rollUp): see rollUps.
+	rollWake       chan struct{} // wakes the roll-up loop; not guarded
+	rollFrom       time.Time     // summaries due before this are not sent (handled, or no history)
+	rollPending    bool          // the roll-up loop runs and has not looked yet: the watermark stays at floor
+	rollPrimed     bool          // the roll-up loop looked once
+	rollUpsEvicted int64
 }
 
 // selection is the part of a policy's spec that decides which events it delivers.
 type selection struct {
 	match     matcher
 	suspended bool
+	rollUp    *rollUpSettings // nil: no summaries
 }
 
 // selection returns what st delivers now (nothing before the reconciler set it).
@@ -69,11 +77,18 @@ func (st *policyState) selection() selection {
 // delivers now. It runs on the publisher's goroutine and only reads immutable values.
 func (st *policyState) wants(ev router.Event) bool {
 	s := st.sel.Load()
-	return s != nil && !s.suspended && namespaceOf(ev) == st.key.Namespace && s.match.matches(ev)
+	if s == nil || s.suspended || namespaceOf(ev) != st.key.Namespace {
+		return false
+	}
+	if _, phase := ev.(router.PhaseChanged); phase && s.rollUp != nil && s.rollUp.only {
+		return false // summaries instead
+	}
+	return s.match.matches(ev)
 }
 
 // accept is st's router filter: what st.wants, counted as pending from here on.
 func (st *policyState) accept(ev router.Event) bool {
+	st.pokeRollUp(ev)
 	if !st.wants(ev) {
 		return false
 	}
@@ -85,7 +100,7 @@ func (st *policyState) accept(ev router.Event) bool {
 
 // watermarkLocked is the status.handledThrough to write at now. Callers hold mu.
 func (st *policyState) watermarkLocked(now time.Time) time.Time {
-	if st.replaying {
+	if st.replaying || (st.rollPending && !st.rollPrimed) {
 		return st.floor
 	}
 	return watermark(now, st.floor, st.pending)
@@ -105,6 +120,9 @@ func newPolicyState(p *kickv1alpha1.NotificationPolicy) *policyState {
 		lastDelivery: p.Status.LastDeliveryTime.DeepCopy(),
 		lastError:    p.Status.LastError,
 		pending:      pendingTimes{},
+		rollWake:     make(chan struct{}, 1),
+
+		rollUpsEvicted: p.Status.RollUpsEvicted,
 	}
 	for _, c := range p.Status.Conditions {
 		st.conditions = append(st.conditions, *c.DeepCopy())
@@ -172,6 +190,7 @@ func (st *policyState) statusPatch(now time.Time) map[string]any {
 			"lastDeliveryTime":   st.lastDelivery.DeepCopy(),
 			"lastError":          lastError,
 			"handledThrough":     metav1.NewTime(st.floor),
+			"rollUpsEvicted":     st.rollUpsEvicted,
 			"conditions":         conditions,
 		},
 	}

@@ -17,12 +17,15 @@ limitations under the License.
 package v1alpha1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // NotificationPolicySpec says which KickRequest phase changes (and, when
 // asked, gate changes) in the namespace are sent to a webhook, and how.
 // +kubebuilder:validation:XValidation:rule="!has(self.gateChanges) || !self.gateChanges || !has(self.webhook.format) || self.webhook.format != 'pagerduty'",message="gateChanges cannot be used with format pagerduty, which only reports failures and their recovery"
+// +kubebuilder:validation:XValidation:rule="!has(self.rollUp) || !has(self.rollUp.mode) || self.rollUp.mode != 'Only' || !has(self.gateChanges) || !self.gateChanges",message="rollUp.mode Only sends nothing but the summaries; set rollUp.mode to Also to receive gateChanges too"
 type NotificationPolicySpec struct {
 	// Suspend stops deliveries without deleting the policy. Events that
 	// happen while suspended are not sent later.
@@ -54,11 +57,67 @@ type NotificationPolicySpec struct {
 	// +optional
 	WorkloadSelector *metav1.LabelSelector `json:"workloadSelector,omitempty"`
 
+	// RollUp also sends one summary per change of a Secret or ConfigMap
+	// that restarted several workloads (Alertmanager-style grouping): how
+	// many workloads the change restarted, how many succeeded, failed, are
+	// held or still open, and how long it took. Omit it to send only the
+	// per-request notifications.
+	// +optional
+	RollUp *RollUpSpec `json:"rollUp,omitempty"`
+
 	// Webhook is the HTTP endpoint that receives the notifications. Every
 	// Secret it references must carry the label
 	// notifications.kick.corewire.io/allow: "true", or nothing is sent.
 	// +required
 	Webhook WebhookSpec `json:"webhook"`
+}
+
+// RollUpMode says whether the summaries come besides the per-request
+// notifications or instead of them.
+// +kubebuilder:validation:Enum=Also;Only
+type RollUpMode string
+
+const (
+	// RollUpAlso sends the summaries besides the per-request notifications.
+	RollUpAlso RollUpMode = "Also"
+	// RollUpOnly sends the summaries instead of the per-request phase
+	// changes (spec.phases is then ignored).
+	RollUpOnly RollUpMode = "Only"
+)
+
+// DefaultRollUpMaxWait is how long a summary waits for the last restart of
+// a change when spec.rollUp.maxWait is not set.
+const DefaultRollUpMaxWait = 15 * time.Minute
+
+// RollUpSpec asks for one summary per change of a source (Alertmanager-style
+// grouping). The summary covers the KickRequests of the policy's namespace
+// whose target matches spec.workloadSelector and that restart, or wait to
+// restart, for that change.
+type RollUpSpec struct {
+	// Mode is Also (default: summaries besides the per-request
+	// notifications) or Only (summaries instead of the per-request phase
+	// changes).
+	// +optional
+	// +kubebuilder:default=Also
+	Mode RollUpMode `json:"mode,omitempty"`
+
+	// MaxWait bounds how long after the change the summary waits for every
+	// restart of the change to finish: when it passes, the summary is sent
+	// with the restarts still open or held counted as such. From 1m to 24h;
+	// default 15m.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="rollUp.maxWait must be a duration from 1m to 24h, e.g. 15m"
+	MaxWait *metav1.Duration `json:"maxWait,omitempty"`
+}
+
+// RollUpWait is spec.rollUp.maxWait, or DefaultRollUpMaxWait when unset.
+func (r *RollUpSpec) RollUpWait() time.Duration {
+	if r == nil || r.MaxWait == nil || r.MaxWait.Duration <= 0 {
+		return DefaultRollUpMaxWait
+	}
+	return r.MaxWait.Duration
 }
 
 // WebhookMethod is the HTTP method used for deliveries.
@@ -334,6 +393,12 @@ type NotificationPolicyStatus struct {
 	// Dropped counts events discarded because the policy's queue was full.
 	// +optional
 	Dropped int64 `json:"dropped"`
+
+	// RollUpsEvicted counts the changes whose summary was given up because
+	// more changes than the manager follows per policy were still open
+	// at once (their restarts go on; only the summary is not sent).
+	// +optional
+	RollUpsEvicted int64 `json:"rollUpsEvicted,omitempty"`
 
 	// HandledThrough is the policy's delivery watermark: every matching
 	// event with an earlier time has been delivered or given up (failed

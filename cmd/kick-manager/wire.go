@@ -104,6 +104,7 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 		AllowCIDRs:              opts.webhookAllowCIDRs,
 		MaxConcurrentReconciles: configWorkers,
 		Replay:                  &request.Replayer{Client: mgr.GetClient(), Kinds: kinds},
+		FanOuts:                 &request.FanOuts{Client: mgr.GetClient(), Kinds: kinds},
 		ReplayWindow:            opts.replayWindow,
 	}); err != nil {
 		return err

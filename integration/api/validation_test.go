@@ -246,6 +246,11 @@ func TestNotificationPolicyValidation(t *testing.T) {
 		{"signing without secret", hook(`, signing: {}`), "spec.webhook.signing.secretRef: Required value"},
 		{"insecureSkipVerify does not exist", hook(`, tls: {insecureSkipVerify: true}`), `unknown field "spec.webhook.tls.insecureSkipVerify"`},
 		{"inline credential value", hook(`, auth: {bearerToken: {name: t, key: token, value: secret}}`), `unknown field "spec.webhook.auth.bearerToken.value"`},
+		{"roll-up wait too short", `spec: {rollUp: {maxWait: 30s}, webhook: {url: "https://example.com/"}}`, "rollUp.maxWait must be a duration from 1m to 24h"},
+		{"roll-up wait too long", `spec: {rollUp: {maxWait: 25h}, webhook: {url: "https://example.com/"}}`, "rollUp.maxWait must be a duration from 1m to 24h"},
+		{"roll-up wait not a duration", `spec: {rollUp: {maxWait: soon}, webhook: {url: "https://example.com/"}}`, "spec.rollUp.maxWait"},
+		{"unknown roll-up mode", `spec: {rollUp: {mode: Instead}, webhook: {url: "https://example.com/"}}`, `Unsupported value: "Instead"`},
+		{"roll-up only with gate changes", `spec: {gateChanges: true, rollUp: {mode: Only}, webhook: {url: "https://example.com/"}}`, "rollUp.mode Only sends nothing but the summaries"},
 	})
 }
 
@@ -267,6 +272,20 @@ func TestNotificationPolicyDefaults(t *testing.T) {
 	}
 	if np.Spec.GateChanges {
 		t.Error("gateChanges defaults to true, want false")
+	}
+	if np.Spec.RollUp != nil {
+		t.Errorf("rollUp defaults to %+v, want none (per-request notifications only)", np.Spec.RollUp)
+	}
+	rolled := object(t, "NotificationPolicy", ns, "rolled", `spec: {rollUp: {}, webhook: {url: "https://hooks.example.com/kick"}}`)
+	if err := create(ctx, env.Client, rolled); err != nil {
+		t.Fatal(err)
+	}
+	var rp kickv1alpha1.NotificationPolicy
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rolled), &rp); err != nil {
+		t.Fatal(err)
+	}
+	if rp.Spec.RollUp == nil || rp.Spec.RollUp.Mode != kickv1alpha1.RollUpAlso || rp.Spec.RollUp.RollUpWait() != 15*time.Minute {
+		t.Errorf("rollUp: {} = %+v, want mode Also and a 15m wait", rp.Spec.RollUp)
 	}
 	if np.Spec.Webhook.Method != "POST" || np.Spec.Webhook.TimeoutSeconds != 10 || np.Spec.Webhook.Format != "json" {
 		t.Errorf("webhook defaults wrong: method=%q timeout=%d format=%q", np.Spec.Webhook.Method, np.Spec.Webhook.TimeoutSeconds, np.Spec.Webhook.Format)

@@ -32,6 +32,11 @@ import (
 //	datacontenttype  application/json
 //	traceparent      the restart cycle's W3C traceparent (distributed tracing extension), when it has one
 //	data             the Payload or GatePayload document
+//
+// A fan-out summary (Summarize) has type io.corewire.kick.fanout.summary.v1
+// (CloudEventSummaryType), the source API path of the Secret or ConfigMap that changed
+// (/api/v1/namespaces/<namespace>/secrets/<name>), subject <Kind>/<name>, time the summary's
+// time and data the SummaryPayload document.
 const cloudEventTypePrefix = "io.corewire.kick.request."
 
 // CloudEventGateType is the CloudEvents type of a gate change.
@@ -96,6 +101,27 @@ func (f cloudEventsFormatter) Format(ev router.Event) (Message, error) {
 	if tp := Traceparent(ev); tp != "" {
 		e.SetExtension(TraceparentExtension, tp)
 	}
+	return f.encode(e, data)
+}
+
+// Summarize renders a fan-out summary: type CloudEventSummaryType, source the API path of the
+// Secret or ConfigMap, subject "<Kind>/<name>", data the SummaryPayload.
+func (f cloudEventsFormatter) Summarize(s Summary) (Message, error) {
+	data, err := marshal(NewSummaryPayload(s))
+	if err != nil {
+		return Message{}, err
+	}
+	e := event.New(event.CloudEventsVersionV1)
+	e.SetID(s.ID())
+	e.SetType(CloudEventSummaryType)
+	e.SetSource(CloudEventSummarySource(s.Namespace, s.SourceKind, s.SourceName))
+	e.SetSubject(s.SourceKind + "/" + s.SourceName)
+	e.SetTime(s.Time)
+	return f.encode(e, data)
+}
+
+// encode sets data (JSON) on e and writes it in the formatter's content mode.
+func (f cloudEventsFormatter) encode(e event.Event, data []byte) (Message, error) {
 	// Set the encoded data directly: SetData would mark a []byte as base64 data.
 	e.SetDataContentType(event.ApplicationJSON)
 	e.DataEncoded = data

@@ -1,5 +1,5 @@
-// Package format turns a KickRequest phase change or gate change into the HTTP body and headers
-// of one webhook delivery, in the format a NotificationPolicy asks for: KICK's JSON document,
+// Package format turns a KickRequest phase change or gate change, or a fan-out summary, into the
+// HTTP body and headers of one webhook delivery, in the format a NotificationPolicy asks for: KICK's JSON document,
 // CloudEvents, Slack or PagerDuty. It is pure: nothing here sends, retries, signs or reads Secrets.
 package format
 
@@ -26,6 +26,8 @@ type Formatter interface {
 	// the format has nothing to say about the event (PagerDuty only triggers and resolves
 	// incidents, so it skips most phases and every gate change).
 	Format(ev router.Event) (Message, error)
+	// Summarize renders a fan-out summary (spec.rollUp).
+	Summarize(s Summary) (Message, error)
 }
 
 // ErrSkip is returned by Format when the event produces no delivery for this format. The

@@ -20,6 +20,10 @@ func (jsonFormatter) Format(ev router.Event) (Message, error) {
 	return jsonMessage(doc)
 }
 
+func (jsonFormatter) Summarize(s Summary) (Message, error) {
+	return jsonMessage(NewSummaryPayload(s))
+}
+
 // jsonMessage is v, marshalled, as an application/json body.
 func jsonMessage(v any) (Message, error) {
 	body, err := marshal(v)

@@ -110,6 +110,73 @@ func (f pagerDutyFormatter) Format(e router.Event) (Message, error) {
 	return jsonMessage(out)
 }
 
+// Summarize triggers one PagerDuty event per fan-out, deduplicated per change (SummaryDedupKey),
+// so a summary sent again after a manager restart updates the same alert. Its severity says
+// how the fan-out went: the policy's severity (default error) when a restart failed, warning
+// when restarts are still open or held when it is sent, info when every restart succeeded.
+func (f pagerDutyFormatter) Summarize(s Summary) (Message, error) {
+	sev := kickv1alpha1.SeverityInfo
+	class := "FanOutSucceeded"
+	switch {
+	case s.Failed > 0:
+		sev, class = f.severity, "FanOutFailed"
+	case !s.Finished():
+		sev, class = kickv1alpha1.SeverityWarning, "FanOutOpen"
+	}
+	source := f.source
+	if source == "" {
+		source = s.Namespace + "/" + s.SourceKind + "/" + s.SourceName
+	}
+	return jsonMessage(summaryEvent{
+		RoutingKey:  f.routingKey,
+		EventAction: "trigger",
+		DedupKey:    SummaryDedupKey(s),
+		Client:      "KICK",
+		Payload: summaryAlert{
+			Summary:       truncate(s.Text()+".", pagerDutySummaryMax),
+			Source:        source,
+			Severity:      string(sev),
+			Timestamp:     s.Time.UTC().Format(time.RFC3339Nano),
+			Component:     s.SourceKind + "/" + s.SourceName,
+			Group:         s.Namespace,
+			Class:         class,
+			CustomDetails: NewSummaryPayload(s),
+		},
+	})
+}
+
+type summaryEvent struct {
+	RoutingKey  string       `json:"routing_key"`
+	EventAction string       `json:"event_action"`
+	DedupKey    string       `json:"dedup_key"`
+	Client      string       `json:"client"`
+	Payload     summaryAlert `json:"payload"`
+}
+
+type summaryAlert struct {
+	Summary       string         `json:"summary"`
+	Source        string         `json:"source"`
+	Severity      string         `json:"severity"`
+	Timestamp     string         `json:"timestamp"`
+	Component     string         `json:"component"`
+	Group         string         `json:"group"`
+	Class         string         `json:"class"`
+	CustomDetails SummaryPayload `json:"custom_details"`
+}
+
+// SummaryDedupKey is the PagerDuty dedup_key of a fan-out summary:
+// "kick:fanout:<namespace>/<Kind>/<name>@<change time, RFC 3339 UTC with nanoseconds>", or
+// "kick:fanout:sha256:<hex>" of that string when it would exceed 255 characters. One per change
+// of a source, apart from the per-workload keys of DedupKey.
+func SummaryDedupKey(s Summary) string {
+	key := "kick:fanout:" + s.Namespace + "/" + s.SourceKind + "/" + s.SourceName + "@" + s.ChangedAt.UTC().Format(time.RFC3339Nano)
+	if len(key) <= pagerDutyDedupKeyMax {
+		return key
+	}
+	sum := sha256.Sum256([]byte(key))
+	return "kick:fanout:sha256:" + hex.EncodeToString(sum[:])
+}
+
 // DedupKey is the PagerDuty dedup_key of a workload: "kick:<namespace>/<kind>/<name>", or
 // "kick:sha256:<hex>" of that string when it would exceed PagerDuty's 255 characters. It is
 // the same for every request about the workload, so a resolve closes the incident a failure

@@ -1,6 +1,7 @@
 package format
 
 import (
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -47,6 +48,36 @@ func (slackFormatter) Format(ev router.Event) (Message, error) {
 		return gateView(e).message()
 	}
 	return Message{}, unsupported(ev)
+}
+
+// Summarize shows a fan-out summary: the sentence, then one field per count.
+func (slackFormatter) Summarize(s Summary) (Message, error) {
+	word := "Fan-out finished"
+	if !s.Finished() {
+		word = "Fan-out still open"
+	}
+	v := slackView{
+		header: word + ": " + s.Source(),
+		d:      description{Sentence: s.Text()},
+		fields: [][2]string{
+			{"Workloads", strconv.Itoa(s.Workloads)},
+			{"Succeeded", strconv.Itoa(s.Succeeded)},
+			{"Failed", strconv.Itoa(s.Failed)},
+			{"Held", strconv.Itoa(s.Held)},
+			{"Still open", strconv.Itoa(s.Open())},
+		},
+	}
+	if s.Waves > 0 {
+		v.fields = append(v.fields, [2]string{"Waves", strconv.Itoa(s.Waves)})
+	}
+	if !s.LastCompletion.IsZero() {
+		label := "Last restart finished after"
+		if s.Finished() {
+			label = "Finished in"
+		}
+		v.fields = append(v.fields, [2]string{label, s.Duration().String()})
+	}
+	return v.message()
 }
 
 // slackView is what one Slack message shows: a header, the description, labelled fields and

@@ -48,3 +48,6 @@ func (t traced) Format(ev router.Event) (Message, error) {
 	}
 	return m, nil
 }
+
+// Summarize renders a summary, which belongs to no single restart cycle: no traceparent.
+func (t traced) Summarize(s Summary) (Message, error) { return t.Formatter.Summarize(s) }

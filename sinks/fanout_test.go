@@ -1,0 +1,349 @@
+package sinks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/router"
+	"github.com/kick-operator/kick/sinks/format"
+	"github.com/kick-operator/kick/sinks/rollup"
+)
+
+// fakeFanOuts stands in for the cache of KickRequests: the grouping it feeds is what is tested.
+type fakeFanOuts struct {
+	mu      sync.Mutex
+	members []rollup.Member
+	calls   int
+}
+
+func (f *fakeFanOuts) Members(_ context.Context, namespace string) ([]rollup.Member, error) {
+	if namespace != testNS {
+		return nil, errors.New("wrong namespace " + namespace)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	return append([]rollup.Member(nil), f.members...), nil
+}
+
+func (f *fakeFanOuts) looks() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
+
+func (f *fakeFanOuts) set(ms ...rollup.Member) {
+	f.mu.Lock()
+	f.members = ms
+	f.mu.Unlock()
+}
+
+var (
+	webTLS = rollup.Source{Kind: "Secret", Name: "web-tls"}
+	dbPass = rollup.Source{Kind: "Secret", Name: "db"}
+)
+
+// member is a request of the test namespace that restarted for src's change at changed.
+func member(src rollup.Source, changed time.Time, o rollup.Outcome, completed time.Time, labels map[string]string) rollup.Member {
+	return rollup.Member{Namespace: testNS, RestartedFor: src, RestartedAt: changed, Observed: changed.Truncate(time.Microsecond),
+		Outcome: o, Completed: completed, TargetLabels: labels}
+}
+
+// rollUpPolicy is a policy with spec.rollUp (mode, maxWait 15m) delivering json to url.
+func rollUpPolicy(url string, mode kickv1alpha1.RollUpMode) *kickv1alpha1.NotificationPolicy {
+	p := policy(url)
+	p.Spec.RollUp = &kickv1alpha1.RollUpSpec{Mode: mode, MaxWait: &metav1.Duration{Duration: 15 * time.Minute}}
+	return p
+}
+
+// rollUpDispatcher is a dispatcher (not running: the test drives rollUpOnce) with src as its
+// fan-out source, and the policy applied with a real delivery config.
+func rollUpDispatcher(t *testing.T, src FanOutSource, p *kickv1alpha1.NotificationPolicy, mutate ...func(*Options)) (*dispatcher, *policyState, *rollState) {
+	t.Helper()
+	d, _ := testDispatcher(t, 8)
+	d.opts.FanOuts = src
+	for _, m := range mutate {
+		m(&d.opts)
+	}
+	st := applyPolicy(t, d, p, mustBuild(t, p, nil), nil)
+	return d, st, &rollState{sent: map[rollup.Key]bool{}, evicted: map[rollup.Key]bool{}, from: st.rollFrom}
+}
+
+func summaries(t *testing.T, rc *receiver) []format.SummaryPayload {
+	t.Helper()
+	var out []format.SummaryPayload
+	for _, h := range rc.seen() {
+		var p format.SummaryPayload
+		if err := json.Unmarshal(h.body, &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Event != format.SummaryEventName {
+			t.Fatalf("not a summary: %s", h.body)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// TestRollUpOnePerChange: each change gets exactly one summary, with its counts, when every
+// request finished (after the settle time) or when maxWait passed; only the workloads the
+// selector matches are counted; looking again sends nothing more.
+func TestRollUpOnePerChange(t *testing.T) {
+	rc := newReceiver(t, status(http.StatusOK))
+	p := rollUpPolicy(rc.URL, kickv1alpha1.RollUpAlso)
+	p.Spec.WorkloadSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "web"}}
+	src := &fakeFanOuts{}
+	d, st, rs := rollUpDispatcher(t, src, p)
+
+	web := map[string]string{"tier": "web"}
+	a := time.Now().Add(time.Second) // after the policy's first reconcile
+	b := a.Add(time.Minute)
+	doneA := a.Add(2 * time.Minute).Truncate(time.Second)
+	src.set(
+		member(webTLS, a, rollup.Succeeded, a.Add(time.Minute).Truncate(time.Second), web),
+		member(webTLS, a, rollup.Succeeded, doneA, web),
+		member(webTLS, a, rollup.Failed, a.Add(90*time.Second).Truncate(time.Second), web),
+		member(webTLS, a, rollup.Failed, doneA.Add(time.Second), map[string]string{"tier": "db"}), // not selected
+		member(dbPass, b, rollup.Succeeded, b.Add(time.Minute).Truncate(time.Second), web),
+		member(dbPass, b, rollup.InProgress, time.Time{}, web),
+		rollup.Member{Namespace: testNS, Observed: b.Truncate(time.Microsecond), Outcome: rollup.Held, TargetLabels: web},
+	)
+	ctx := context.Background()
+
+	// A finished; it is due once it settled.
+	if next := d.rollUpOnce(ctx, st, rs, doneA.Add(rollup.Settle-time.Millisecond)); !next.Equal(doneA.Add(rollup.Settle)) {
+		t.Errorf("next look at %v, want when A settled (%v)", next, doneA.Add(rollup.Settle))
+	}
+	if n := len(rc.seen()); n != 0 {
+		t.Fatalf("%d summaries before A settled", n)
+	}
+	d.rollUpOnce(ctx, st, rs, doneA.Add(rollup.Settle))
+	got := summaries(t, rc)
+	if len(got) != 1 {
+		t.Fatalf("%d summaries, want the one of A", len(got))
+	}
+	want := format.NewSummaryPayload(format.Summary{Policy: string(p.UID), Namespace: testNS, SourceKind: "Secret", SourceName: "web-tls",
+		ChangedAt: a, Workloads: 3, Succeeded: 2, Failed: 1, LastCompletion: doneA, Time: doneA})
+	if !reflect.DeepEqual(got[0], want) {
+		t.Errorf("summary of A:\n got %+v\nwant %+v", got[0], want)
+	}
+	if id := rc.seen()[0].header.Get("webhook-id"); id != (format.Summary{Policy: string(p.UID), Namespace: testNS, SourceKind: "Secret", SourceName: "web-tls", ChangedAt: a}).ID() {
+		t.Errorf("webhook-id %q", id)
+	}
+
+	// B is open: nothing until maxWait passed, then its summary says what is still open.
+	d.rollUpOnce(ctx, st, rs, b.Add(15*time.Minute-time.Millisecond))
+	if n := len(rc.seen()); n != 1 {
+		t.Fatalf("%d summaries before B's maxWait", n)
+	}
+	d.rollUpOnce(ctx, st, rs, b.Add(15*time.Minute))
+	got = summaries(t, rc)
+	if len(got) != 2 {
+		t.Fatalf("%d summaries, want A and B", len(got))
+	}
+	if g := got[1]; g.Source.Name != "db" || g.Finished || g.Workloads != 3 || g.Succeeded != 1 || g.InProgress != 1 || g.Held != 1 || g.Open != 2 ||
+		g.OccurredAt != b.Add(15*time.Minute).UTC().Format(time.RFC3339) {
+		t.Errorf("summary of B: %+v", g)
+	}
+
+	// Everything finished meanwhile: no second summary of either change.
+	src.set(member(webTLS, a, rollup.Succeeded, doneA, web), member(dbPass, b, rollup.Succeeded, b.Add(20*time.Minute), web))
+	d.rollUpOnce(ctx, st, rs, b.Add(time.Hour))
+	if n := len(rc.seen()); n != 2 {
+		t.Fatalf("%d summaries after looking again, want 2", n)
+	}
+	if st.delivered != 2 {
+		t.Errorf("delivered = %d, want 2", st.delivered)
+	}
+}
+
+// TestRollUpHoldsWatermark: while a fan-out is open its summary holds the watermark, so a
+// manager that stops before sending it sends it after its restart; once sent, it lets go.
+func TestRollUpHoldsWatermark(t *testing.T) {
+	rc := newReceiver(t, status(http.StatusOK))
+	p := rollUpPolicy(rc.URL, kickv1alpha1.RollUpAlso)
+	src := &fakeFanOuts{}
+	d, st, rs := rollUpDispatcher(t, src, p)
+	st.rollPending = true // as startWorkerLocked sets it
+
+	a := time.Now().Add(time.Second)
+	first := a.Add(30 * time.Second).Truncate(time.Second)
+	src.set(member(webTLS, a, rollup.Succeeded, first, nil), member(webTLS, a, rollup.InProgress, time.Time{}, nil))
+	handled := func(now time.Time) time.Time {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		return st.watermarkLocked(now)
+	}
+	if got := handled(a.Add(time.Hour)); !got.Equal(st.floor) {
+		t.Fatalf("watermark %v moved before the roll-up loop looked (floor %v)", got, st.floor)
+	}
+	d.rollUpOnce(context.Background(), st, rs, a.Add(time.Minute))
+	if got := handled(a.Add(time.Hour)); !got.Equal(first) {
+		t.Fatalf("watermark %v with A open, want its first completion %v", got, first)
+	}
+	done := a.Add(2 * time.Minute).Truncate(time.Second)
+	src.set(member(webTLS, a, rollup.Succeeded, first, nil), member(webTLS, a, rollup.Succeeded, done, nil))
+	d.rollUpOnce(context.Background(), st, rs, done.Add(rollup.Settle))
+	if len(rc.seen()) != 1 {
+		t.Fatalf("%d summaries, want 1", len(rc.seen()))
+	}
+	if got, now := handled(done.Add(time.Hour)), done.Add(time.Hour); !got.Equal(now.Add(-publishLag)) {
+		t.Fatalf("watermark %v after the summary was sent, want now-publishLag", got)
+	}
+}
+
+// TestRollUpAfterRestart: a new leader sends the summaries due since the policy's watermark (a
+// previous leader may not have sent them; same id if it did) and not those before it.
+func TestRollUpAfterRestart(t *testing.T) {
+	now := time.Now()
+	a := now.Add(-30 * time.Minute)
+	b := now.Add(-10 * time.Minute)
+	doneA := a.Add(time.Minute).Truncate(time.Second)
+	doneB := b.Add(time.Minute).Truncate(time.Second)
+	src := &fakeFanOuts{}
+	src.set(member(webTLS, a, rollup.Succeeded, doneA, nil), member(dbPass, b, rollup.Failed, doneB, nil))
+	for _, tc := range []struct {
+		name    string
+		handled time.Time
+		replay  bool
+		want    []string
+	}{
+		{"watermark between the two", doneA.Add(time.Second), true, []string{"db"}},
+		{"watermark before both", doneA.Add(-time.Second), true, []string{"web-tls", "db"}},
+		{"replay off", doneA.Add(-time.Second), false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := newReceiver(t, status(http.StatusOK))
+			p := rollUpPolicy(rc.URL, kickv1alpha1.RollUpOnly)
+			p.Status.HandledThrough = &metav1.Time{Time: tc.handled}
+			d, st, rs := rollUpDispatcher(t, src, p, func(o *Options) {
+				if tc.replay {
+					o.Replay, o.ReplayWindow = &fakeReplay{}, time.Hour
+				}
+			})
+			d.rollUpOnce(context.Background(), st, rs, now)
+			var names []string
+			for _, s := range summaries(t, rc) {
+				names = append(names, s.Source.Name)
+			}
+			if !reflect.DeepEqual(names, tc.want) {
+				t.Fatalf("sent %v, want %v", names, tc.want)
+			}
+		})
+	}
+}
+
+// TestRollUpOnly: with mode Only a policy delivers no per-request phase change (gate changes
+// still, when asked for); with Also it delivers both.
+func TestRollUpOnly(t *testing.T) {
+	for _, tc := range []struct {
+		mode  kickv1alpha1.RollUpMode
+		phase bool
+	}{{kickv1alpha1.RollUpOnly, false}, {kickv1alpha1.RollUpAlso, true}} {
+		p := rollUpPolicy("https://hooks.example.com/x", tc.mode)
+		p.Spec.GateChanges = true
+		_, st, _ := rollUpDispatcher(t, &fakeFanOuts{}, p)
+		if got := st.wants(phaseChanged("Succeeded")); got != tc.phase {
+			t.Errorf("%s: wants a phase change = %v", tc.mode, got)
+		}
+		if !st.wants(gateChanged(false)) {
+			t.Errorf("%s: gate change not wanted", tc.mode)
+		}
+	}
+	// A phase change of the namespace wakes the roll-up loop, also with Only.
+	_, st, _ := rollUpDispatcher(t, &fakeFanOuts{}, rollUpPolicy("https://hooks.example.com/x", kickv1alpha1.RollUpOnly))
+	st.accept(phaseChanged("Succeeded"))
+	select {
+	case <-st.rollWake:
+	default:
+		t.Error("a phase change did not wake the roll-up loop")
+	}
+	var ev router.Event = phaseChanged("Succeeded")
+	other := ev.(router.PhaseChanged)
+	other.Request.Namespace = "team-b"
+	st.accept(other)
+	select {
+	case <-st.rollWake:
+		t.Error("another namespace's phase change woke the roll-up loop")
+	default:
+	}
+}
+
+// TestRollUpEvictsBeyondCap: a policy follows at most MaxOpenRollUps open fan-outs; the oldest
+// beyond are given up, counted once in status, and get no summary.
+func TestRollUpEvictsBeyondCap(t *testing.T) {
+	rc := newReceiver(t, status(http.StatusOK))
+	src := &fakeFanOuts{}
+	d, st, rs := rollUpDispatcher(t, src, rollUpPolicy(rc.URL, kickv1alpha1.RollUpAlso), func(o *Options) { o.MaxOpenRollUps = 2 })
+	a := time.Now().Add(time.Second)
+	var ms []rollup.Member
+	for i := range 4 {
+		ms = append(ms, member(rollup.Source{Kind: "ConfigMap", Name: "cm-" + string(rune('a'+i))}, a.Add(time.Duration(i)*time.Second), rollup.InProgress, time.Time{}, nil))
+	}
+	src.set(ms...)
+	d.rollUpOnce(context.Background(), st, rs, a.Add(time.Minute))
+	d.rollUpOnce(context.Background(), st, rs, a.Add(2*time.Minute))
+	if st.rollUpsEvicted != 2 {
+		t.Fatalf("evicted = %d, want 2", st.rollUpsEvicted)
+	}
+	d.rollUpOnce(context.Background(), st, rs, a.Add(time.Hour))
+	var names []string
+	for _, s := range summaries(t, rc) {
+		names = append(names, s.Source.Name)
+	}
+	if !reflect.DeepEqual(names, []string{"cm-c", "cm-d"}) {
+		t.Fatalf("summaries %v, want the two newest, oldest first (cm-c, cm-d)", names)
+	}
+	if st.rollUpsEvicted != 2 {
+		t.Fatalf("evicted = %d after they fell due, want still 2", st.rollUpsEvicted)
+	}
+}
+
+// TestRollUpLoopWakesOnPhaseChange: the running roll-up loop looks again soon after a request of
+// the namespace changes phase (its periodic look is an hour away here) and sends the summary of
+// the fan-out that finished; with mode Only the phase change itself is not sent.
+func TestRollUpLoopWakesOnPhaseChange(t *testing.T) {
+	rc := newReceiver(t, status(http.StatusOK))
+	src := &fakeFanOuts{}
+	p := rollUpPolicy(rc.URL, kickv1alpha1.RollUpOnly)
+	p.Status.HandledThrough = &metav1.Time{Time: time.Now().Add(-10 * time.Minute)}
+	d, _, _ := rollUpDispatcher(t, src, p, func(o *Options) {
+		o.RollUpInterval = time.Hour
+		o.Replay, o.ReplayWindow = &fakeReplay{}, time.Hour
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	d.run(ctx)
+	waitUntil(t, "the first look", func() bool { return src.looks() == 1 })
+
+	// A fan-out finished (and settled) since the watermark: only a wake-up is missing.
+	a := time.Now().Add(-time.Minute)
+	src.set(member(webTLS, a, rollup.Succeeded, a.Add(time.Second), nil))
+	publish(t, d, phaseChanged("Succeeded"))
+	waitUntil(t, "a delivery", func() bool { return len(rc.seen()) > 0 })
+	got := summaries(t, rc)
+	if len(got) != 1 || got[0].Source.Name != "web-tls" || got[0].Workloads != 1 {
+		t.Fatalf("summaries %+v, want one of web-tls", got)
+	}
+}
+
+// waitUntil polls cond until it holds, failing the test after wait.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,166 @@
+package rollup
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+var (
+	change  = time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC) // nanoseconds, as records keep it
+	tls     = Source{Kind: "Secret", Name: "web-tls"}
+	db      = Source{Kind: "Secret", Name: "db"}
+	maxWait = 15 * time.Minute
+)
+
+// restarted is a request whose last restart answered src's change at t.
+func restarted(src Source, t time.Time, o Outcome, completed time.Time) Member {
+	return Member{Namespace: "web", RestartedFor: src, RestartedAt: t, Observed: t.Truncate(time.Microsecond), Outcome: o, Completed: completed}
+}
+
+// waiting is an open request that saw the change at t and has not restarted for it.
+func waiting(t time.Time, o Outcome) Member {
+	return Member{Namespace: "web", Observed: t.Truncate(time.Microsecond), Outcome: o}
+}
+
+// TestBuildCounts: requests are grouped by the source and change their restart answered, and
+// each group counts its requests by where they stand; open requests that have not restarted for
+// the change yet join it by the change time they saw (microseconds).
+func TestBuildCounts(t *testing.T) {
+	done := change.Add(4*time.Minute + 12*time.Second)
+	members := []Member{
+		restarted(tls, change, Succeeded, change.Add(time.Minute)),
+		restarted(tls, change, Succeeded, done),
+		restarted(tls, change, Failed, change.Add(2*time.Minute)),
+		restarted(tls, change, InProgress, time.Time{}),
+		restarted(tls, change, Waiting, time.Time{}), // a budget wait records its change first
+		waiting(change, Held),
+		waiting(change, Waiting),
+		// An earlier change of the same Secret is another fan-out.
+		restarted(tls, change.Add(-time.Hour), Succeeded, change.Add(-50*time.Minute)),
+		// A request open for a change no restart answered yet belongs to no known fan-out.
+		waiting(change.Add(time.Second), Waiting),
+		// A person's request (no source recorded) belongs to none.
+		{Namespace: "web", Outcome: Succeeded, Completed: done},
+	}
+	got := Build(members)
+	want := []Group{
+		{Key: Key{Namespace: "web", Source: tls, ChangedAt: change}, Workloads: 7, Succeeded: 2, Failed: 1, Held: 1, Waiting: 2, InProgress: 1, LastCompletion: done},
+		{Key: Key{Namespace: "web", Source: tls, ChangedAt: change.Add(-time.Hour)}, Workloads: 1, Succeeded: 1, LastCompletion: change.Add(-50 * time.Minute)},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Build:\n got %+v\nwant %+v", got, want)
+	}
+	if got[0].Open() != 4 {
+		t.Errorf("open = %d, want 4", got[0].Open())
+	}
+}
+
+// TestBuildReopened: a request that restarted for an older change and is open again for a newer
+// one counts in the newer fan-out only; a finished one stays in the fan-out it restarted for.
+func TestBuildReopened(t *testing.T) {
+	older := change.Add(-time.Hour)
+	reopened := restarted(tls, older, Waiting, older.Add(time.Minute))
+	reopened.Observed = change.Truncate(time.Microsecond)
+	members := []Member{
+		restarted(tls, change, InProgress, time.Time{}),
+		reopened,
+		restarted(tls, older, Succeeded, older.Add(time.Minute)),
+	}
+	got := Build(members)
+	if len(got) != 2 || got[0].ChangedAt != change || got[0].Workloads != 2 || got[0].Waiting != 1 ||
+		got[1].ChangedAt != older || got[1].Workloads != 1 || got[1].Succeeded != 1 {
+		t.Fatalf("Build: %+v", got)
+	}
+}
+
+// TestBuildSeparatesSourcesAndNamespaces: two Secrets changed at the same instant, or one name
+// in two namespaces, are separate fan-outs, newest change first and then by source.
+func TestBuildSeparatesSourcesAndNamespaces(t *testing.T) {
+	other := restarted(tls, change, Succeeded, change)
+	other.Namespace = "shop"
+	got := Build([]Member{
+		restarted(tls, change, Succeeded, change),
+		restarted(db, change, Succeeded, change),
+		other,
+		restarted(db, change.Add(time.Second), Succeeded, change),
+	})
+	var keys []string
+	for _, g := range got {
+		keys = append(keys, g.Namespace+"/"+g.Source.String()+"@"+g.ChangedAt.Format(time.RFC3339Nano))
+	}
+	want := []string{
+		"web/Secret/db@2026-03-01T12:00:01.123456789Z",
+		"shop/Secret/web-tls@2026-03-01T12:00:00.123456789Z",
+		"web/Secret/db@2026-03-01T12:00:00.123456789Z",
+		"web/Secret/web-tls@2026-03-01T12:00:00.123456789Z",
+	}
+	if !reflect.DeepEqual(keys, want) {
+		t.Fatalf("groups:\n got %v\nwant %v", keys, want)
+	}
+}
+
+// TestBuildWaves: the waves count is the number of distinct waves among a fan-out's requests,
+// zero when requests carry none.
+func TestBuildWaves(t *testing.T) {
+	var members []Member
+	for i, wave := range []int{1, 1, 2, 3, 3} {
+		m := restarted(tls, change, Succeeded, change.Add(time.Duration(i)*time.Second))
+		m.Wave = wave
+		members = append(members, m)
+	}
+	if got := Build(members); len(got) != 1 || got[0].Waves != 3 {
+		t.Fatalf("Build: %+v, want 3 waves", got)
+	}
+	if got := Build(members[:0:0]); len(got) != 0 {
+		t.Fatalf("no members: %+v", got)
+	}
+	if got := Build([]Member{restarted(tls, change, Succeeded, change)}); got[0].Waves != 0 {
+		t.Fatalf("no waves: %+v", got)
+	}
+}
+
+// TestDue: a fan-out whose requests all finished is due Settle after its last completion, at
+// that completion's time; an open one when maxWait after the change passed, at that time; one
+// that finished only after maxWait keeps the maxWait time, so a restarted manager computes the
+// same time.
+func TestDue(t *testing.T) {
+	last := change.Add(4 * time.Minute)
+	finished := Group{Key: Key{Source: tls, ChangedAt: change}, Workloads: 2, Succeeded: 2, LastCompletion: last}
+	open := finished
+	open.Succeeded, open.InProgress = 1, 1
+	late := finished
+	late.LastCompletion = change.Add(maxWait + time.Minute)
+	deadline := change.Add(maxWait)
+	cases := []struct {
+		name   string
+		g      Group
+		now    time.Time
+		at     time.Time
+		due    bool
+		next   time.Time
+		holdAt time.Time
+	}{
+		{"finished, settling", finished, last.Add(Settle - time.Nanosecond), last, false, last.Add(Settle), last},
+		{"finished and settled", finished, last.Add(Settle), last, true, last.Add(Settle), last},
+		{"open before maxWait", open, deadline.Add(-time.Nanosecond), deadline, false, deadline, last},
+		{"open at maxWait", open, deadline, deadline, true, deadline, last},
+		{"finished after maxWait", late, late.LastCompletion.Add(Settle), deadline, true, deadline, late.LastCompletion},
+		{"open, nothing finished", Group{Key: finished.Key, Workloads: 1, Waiting: 1}, change, deadline, false, deadline, change},
+	}
+	for _, tc := range cases {
+		at, due := Due(tc.g, maxWait, tc.now)
+		if !at.Equal(tc.at) || due != tc.due {
+			t.Errorf("%s: Due = %v, %v; want %v, %v", tc.name, at, due, tc.at, tc.due)
+		}
+		if next := NextCheck(tc.g, maxWait); !next.Equal(tc.next) {
+			t.Errorf("%s: NextCheck = %v, want %v", tc.name, next, tc.next)
+		}
+		if h := Hold(tc.g); !h.Equal(tc.holdAt) {
+			t.Errorf("%s: Hold = %v, want %v", tc.name, h, tc.holdAt)
+		}
+		if !due && Hold(tc.g).After(at) {
+			t.Errorf("%s: an open group holds at %v, after its summary's time %v", tc.name, Hold(tc.g), at)
+		}
+	}
+}

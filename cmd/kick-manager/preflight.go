@@ -151,6 +151,7 @@ func setupPreflight(ctx context.Context, mgr ctrl.Manager, opts options, active 
 		Ready:             synced.Load,
 		Budget:            p.budget,
 		DenyInDenyWindows: p.denyInDenyWindows,
+		ClusterLimit:      opts.maxRestarts,
 	}
 	wh := &admission.Webhook{Handler: &preflightadmission.Handler{Checker: checker, Exempt: p.exempt}, WithContextFunc: auth.WithCaller}
 	srv.Register(preflightadmission.Path, preflightadmission.NewGuard(wh, p.maxInFlight))

@@ -8,6 +8,7 @@ import (
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/assess"
+	"github.com/kick-operator/kick/restart/plan"
 )
 
 // Operation is the admission operation.
@@ -47,6 +48,10 @@ const (
 	// AuditExempt is "true" when deny mode would have refused the write
 	// but the writer is exempt.
 	AuditExempt = "deny-exempt"
+	// AuditPlan says how a fan-out to several workloads rolls out.
+	AuditPlan = "plan"
+	// maxPlans is how many policies' plans the warnings carry.
+	maxPlans = 2
 )
 
 // Input is what the answer is composed from.
@@ -72,6 +77,9 @@ type Input struct {
 	// Exempt is set when the writer is one deny mode lets through; the
 	// answer then warns as usual and records the exemption for the audit.
 	Exempt bool
+	// ClusterLimit is the manager's --max-concurrent-restarts, for the
+	// plan of a fan-out.
+	ClusterLimit int
 }
 
 // Consumer is one workload that consumes the source.
@@ -80,6 +88,9 @@ type Consumer struct {
 	Name string
 	// Assessment is nil on delete.
 	Assessment *assess.Assessment
+	// Rollout is how long the consumer's last restart took to roll out;
+	// zero when unknown.
+	Rollout time.Duration
 }
 
 // Ref is "deployment/web", the way kubectl names objects.
@@ -120,7 +131,14 @@ func Compose(in Input) Answer {
 		a.Warnings = []string{Prefix + "no restart: data unchanged"}
 		return a
 	}
-	a.Warnings = warnings(outcomes, len(in.NotAssessed))
+	plans := plans(in, outcomes)
+	if len(plans) > 0 {
+		a.Audit[AuditPlan] = strings.Join(plans, "; ")
+	}
+	for _, p := range plans[:min(len(plans), maxPlans)] {
+		a.Warnings = append(a.Warnings, Cap(Prefix+p))
+	}
+	a.Warnings = append(a.Warnings, warnings(outcomes, len(in.NotAssessed), MaxWarnings-len(a.Warnings))...)
 	if in.DenyInDenyWindows && in.Operation == Update && in.Kind == "Secret" {
 		for _, o := range outcomes {
 			if o.DenyWindow && in.Exempt {
@@ -222,6 +240,8 @@ func outcome(c Consumer, kind string) (Outcome, bool) {
 		o.Text = fmt.Sprintf("restarts %s at %s, once the sources are quiet for restart.settle (policy %s)", c.Ref(), When(g.Until), policy)
 	case g.Stage == assess.StageSchedule:
 		o.Text, o.DenyWindow = scheduleText(c, g, policy)
+	case g.Stage == assess.StageWave && g.Reason == kickv1alpha1.GateEarlierWave:
+		o.Text = fmt.Sprintf("restarts %s after the earlier waves of policy %s (restart.waves)", c.Ref(), policy)
 	case g.Stage == assess.StageMinInterval:
 		o.Text = fmt.Sprintf("restarts %s at %s, when restart.minInterval has passed (policy %s)", c.Ref(), When(g.Until), policy)
 	case g.Stage == assess.StageGitOps && g.Reason == "":
@@ -305,13 +325,34 @@ func When(t time.Time) string {
 	return t.Format("2006-01-02T15:04:05Z")
 }
 
+// plans words the plan of each policy that restarts more than one
+// workload: how many at a time, in which waves, about how long.
+func plans(in Input, outcomes []Outcome) []string {
+	var restarts []plan.Restart
+	for _, o := range outcomes {
+		if a := o.Consumer.Assessment; o.Restart && a != nil && a.Selection.Policy != nil {
+			restarts = append(restarts, plan.Restart{Policy: a.Selection.Policy, Labels: a.Target.Labels, Rollout: o.Consumer.Rollout})
+		}
+	}
+	var out []string
+	for _, p := range plan.Make(plan.Input{Restarts: restarts, ClusterLimit: in.ClusterLimit}) {
+		if p.Workloads > 1 {
+			out = append(out, fmt.Sprintf("plan of policy %s: %s", p.Policy, p))
+		}
+	}
+	if len(out) > 0 && len(in.NotAssessed) > 0 {
+		out[0] += fmt.Sprintf(", and %d consumers not assessed", len(in.NotAssessed))
+	}
+	return out
+}
+
 // warnings lists the outcomes, one warning each, summarising the rest
-// (and the consumers not assessed) beyond MaxWarnings.
-func warnings(outcomes []Outcome, notAssessed int) []string {
+// (and the consumers not assessed) beyond max warnings.
+func warnings(outcomes []Outcome, notAssessed, max int) []string {
 	n := len(outcomes)
 	shown := n
-	if n > MaxWarnings || notAssessed > 0 && n >= MaxWarnings {
-		shown = MaxWarnings - 1
+	if n > max || notAssessed > 0 && n >= max {
+		shown = max - 1
 	}
 	w := make([]string, 0, shown+1)
 	for _, o := range outcomes[:shown] {

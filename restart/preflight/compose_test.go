@@ -146,7 +146,10 @@ func TestManyConsumersAreSummarised(t *testing.T) {
 	if len(a.Warnings) != MaxWarnings {
 		t.Fatalf("%d warnings, want %d: %q", len(a.Warnings), MaxWarnings, a.Warnings)
 	}
-	if last := a.Warnings[MaxWarnings-1]; !strings.HasPrefix(last, "kick: … and 12 more (12 of them restart") {
+	if a.Warnings[0] != "kick: plan of policy default: restarts 16 workloads at once" {
+		t.Errorf("plan %q", a.Warnings[0])
+	}
+	if last := a.Warnings[MaxWarnings-1]; !strings.HasPrefix(last, "kick: … and 13 more (13 of them restart") {
 		t.Errorf("summary %q", last)
 	}
 	for i := range 16 {
@@ -156,6 +159,9 @@ func TestManyConsumersAreSummarised(t *testing.T) {
 	}
 	if a.Audit[AuditDecision] != "Restart" {
 		t.Errorf("decision %q", a.Audit[AuditDecision])
+	}
+	if want := "plan of policy default: restarts 16 workloads at once"; a.Audit[AuditPlan] != want {
+		t.Errorf("plan %q, want %q", a.Audit[AuditPlan], want)
 	}
 }
 
@@ -168,7 +174,7 @@ func TestConsumersBeyondMaxAssessedAreNamed(t *testing.T) {
 		rest = append(rest, Consumer{Kind: kickv1alpha1.TargetStatefulSet, Name: fmt.Sprintf("db-%d", i)})
 	}
 	a := Compose(Input{Operation: Update, Kind: "Secret", Consumers: consumers, NotAssessed: rest})
-	want := "kick: … and 2 more (2 of them restart) and 3 not assessed (over 200 consumers); see the audit annotation"
+	want := "kick: … and 3 more (3 of them restart) and 3 not assessed (over 200 consumers); see the audit annotation"
 	if len(a.Warnings) != MaxWarnings || a.Warnings[MaxWarnings-1] != want {
 		t.Errorf("warnings %q, want the last to be %q", a.Warnings, want)
 	}
@@ -177,6 +183,9 @@ func TestConsumersBeyondMaxAssessedAreNamed(t *testing.T) {
 	}
 	if a.Audit[AuditDecision] != "Restart" {
 		t.Errorf("decision %q", a.Audit[AuditDecision])
+	}
+	if want := "plan of policy default: restarts 6 workloads at once, and 3 consumers not assessed"; a.Audit[AuditPlan] != want {
+		t.Errorf("plan %q, want %q", a.Audit[AuditPlan], want)
 	}
 	// None assessed restarts: the decision says some were not assessed.
 	a = Compose(Input{Operation: Update, Kind: "Secret", NotAssessed: rest})

@@ -54,6 +54,8 @@ type Batch struct {
 	labels   bool
 	halts    []assess.Halt
 	override *Override
+	// members are the wave members read, by policy and source.
+	members map[string][]assess.WaveMember
 }
 
 // Override is a source's facts as they will be once a write is stored.

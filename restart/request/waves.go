@@ -54,19 +54,46 @@ func (b *Batch) waves(ctx context.Context, f *assess.Facts) error {
 }
 
 // waveMembers lists the consumers of a source in the policy's waves before
-// wave, the target left out.
+// wave, the target left out. The batch reads each source's consumers once:
+// the preflight assesses every consumer of the source being written.
 func (b *Batch) waveMembers(ctx context.Context, p *kickv1alpha1.KickPolicy, wave int, target assess.Target, kind, name string) ([]assess.WaveMember, error) {
+	key := p.Name + "\x00" + kind + "/" + name
+	all, read := b.members[key]
+	if !read {
+		var err error
+		if all, err = b.readWaveMembers(ctx, p, target.Namespace, kind, name); err != nil {
+			return nil, err
+		}
+		if b.members == nil {
+			b.members = map[string][]assess.WaveMember{}
+		}
+		b.members[key] = all
+	}
+	self := workload.Ref{Kind: target.Kind, Namespace: target.Namespace, Name: target.Name}.String()
+	var out []assess.WaveMember
+	for _, m := range all {
+		if m.Wave < wave && m.Workload != self {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// readWaveMembers reads every consumer of a source that the policy alone
+// selects and places in a wave other than the last.
+func (b *Batch) readWaveMembers(ctx context.Context, p *kickv1alpha1.KickPolicy, namespace, kind, name string) ([]assess.WaveMember, error) {
+	last := len(p.Spec.RestartWaves())
 	var out []assess.WaveMember
 	for _, list := range b.kinds.Lists() {
-		if err := b.c.List(ctx, list, client.InNamespace(target.Namespace),
+		if err := b.c.List(ctx, list, client.InNamespace(namespace),
 			client.MatchingFields{discovery.SourceIndex: discovery.IndexKey(kind, name)}); err != nil {
-			return nil, fmt.Errorf("list the consumers of %s %s/%s: %w", kind, target.Namespace, name, err)
+			return nil, fmt.Errorf("list the consumers of %s %s/%s: %w", kind, namespace, name, err)
 		}
 		for _, w := range workload.Items(list) {
-			if workload.KindOf(w) == target.Kind && w.GetName() == target.Name || !w.GetDeletionTimestamp().IsZero() {
+			if !w.GetDeletionTimestamp().IsZero() {
 				continue
 			}
-			j, earlier := assess.EarlierWave(p, b.policies, wave, w.GetLabels())
+			j, earlier := assess.EarlierWave(p, b.policies, last, w.GetLabels())
 			if !earlier {
 				continue
 			}

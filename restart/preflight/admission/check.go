@@ -46,6 +46,8 @@ type Checker struct {
 	Budget time.Duration
 	// DenyInDenyWindows turns on the opt-in deny mode.
 	DenyInDenyWindows bool
+	// ClusterLimit is --max-concurrent-restarts, for a fan-out's plan.
+	ClusterLimit int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -95,7 +97,7 @@ func (c *Checker) Check(ctx context.Context, w Write) preflight.Answer {
 }
 
 func (c *Checker) input(ctx context.Context, w Write) (preflight.Input, error) {
-	in := preflight.Input{Operation: w.Operation, Kind: w.Kind, DenyInDenyWindows: c.DenyInDenyWindows, Exempt: w.Exempt}
+	in := preflight.Input{Operation: w.Operation, Kind: w.Kind, DenyInDenyWindows: c.DenyInDenyWindows, Exempt: w.Exempt, ClusterLimit: c.ClusterLimit}
 	if w.Kind != discovery.KindSecret && w.Kind != discovery.KindConfigMap {
 		return preflight.Input{}, nil
 	}
@@ -177,9 +179,22 @@ func (c *Checker) input(ctx context.Context, w Write) (preflight.Input, error) {
 			return in, err
 		}
 		a := request.Decide(ctx, c.GitOps, h.Target, f)
-		in.Consumers = append(in.Consumers, preflight.Consumer{Kind: workload.KindOf(wl), Name: wl.GetName(), Assessment: &a})
+		in.Consumers = append(in.Consumers, preflight.Consumer{Kind: workload.KindOf(wl), Name: wl.GetName(), Assessment: &a,
+			Rollout: c.lastRollout(ctx, wl)})
 	}
 	return in, nil
+}
+
+// lastRollout is how long the workload's last restart by KICK took to
+// roll out, from its KickRequest; zero when unknown.
+func (c *Checker) lastRollout(ctx context.Context, wl client.Object) time.Duration {
+	var kr kickv1alpha1.KickRequest
+	key := client.ObjectKey{Namespace: wl.GetNamespace(), Name: kickv1alpha1.RequestName(workload.KindOf(wl), wl.GetName())}
+	if c.Client.Get(ctx, key, &kr, client.UnsafeDisableDeepCopy) != nil || kr.Status.Phase != kickv1alpha1.PhaseSucceeded ||
+		kr.Status.LastRestartTime == nil || kr.Status.CompletionTime == nil {
+		return 0
+	}
+	return max(kr.Status.CompletionTime.Sub(kr.Status.LastRestartTime.Time), 0)
 }
 
 // decode reads a Secret or ConfigMap from the review's JSON; the object's

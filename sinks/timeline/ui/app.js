@@ -4,7 +4,10 @@
 (function () {
   const SVGNS = "http://www.w3.org/2000/svg";
   const TYPES = ["change", "baseline", "gate", "request", "restart", "completion", "finished", "failure", "event"];
+  // Z orders overlapping markers by entry type; a halt (an Event) goes on
+  // top of everything.
   const Z = { event: 0, request: 1, baseline: 2, gate: 3, finished: 4, completion: 5, restart: 6, change: 7, failure: 8 };
+  const zOf = (e) => (markOf(e) === "halt" ? 9 : Z[e.type] || 0);
   const LABEL_W = 220, RULER_H = 28, NS_H = 20, LANE_H = 24, PAD_R = 12;
   const state = { range: "1h", from: null, to: null, data: null, filter: "" };
   const $ = (id) => document.getElementById(id);
@@ -223,18 +226,34 @@
     // Markers a few milliseconds apart overlap: the change, restart and
     // completion go on top of the gate, request and Event markers.
     const shown = lane.entries.filter((e) => e.t >= from && e.t <= to);
-    shown.sort((a, b) => (Z[a.type] || 0) - (Z[b.type] || 0));
+    shown.sort((a, b) => zOf(a) - zOf(b));
     for (const e of shown) {
-      const m = marker(e.type, x(e.t), cy, "marker m-" + (e.type === "event" && e.warning ? "warning" : e.type), g);
+      const mark = markOf(e);
+      const m = marker(mark, x(e.t), cy, "marker m-" + (mark === "event" && e.warning ? "warning" : mark), g);
       m.setAttribute("data-type", e.type);
+      if (mark !== e.type) m.setAttribute("data-mark", mark);
       m.setAttribute("data-time", e.time);
       m.setAttribute("data-i", view.items.push([lane, e]) - 1);
     }
   }
 
-  // marker draws the shape of an entry type centred on cx, cy.
+  // markOf is the marker an entry gets: its type, except for a halted
+  // fan-out: "halt" on the lane of the workload whose failed rollout halted
+  // it (the RolloutHalted Event), "held" on the lanes it holds (their gate).
+  function markOf(e) {
+    if (e.reason === "RolloutHalted") return e.type === "gate" ? "held" : "halt";
+    return e.type;
+  }
+
+  // marker draws the shape of a marker kind centred on cx, cy.
   function marker(type, cx, cy, cls, parent) {
     switch (type) {
+      case "halt": case "held": {
+        // An octagon, as a stop sign.
+        const r = type === "halt" ? 7 : 5, k = r * 0.414;
+        const pts = [[-k, -r], [k, -r], [r, -k], [r, k], [k, r], [-k, r], [-r, k], [-r, -k]];
+        return el("polygon", { points: pts.map(([dx, dy]) => `${cx + dx},${cy + dy}`).join(" "), class: cls }, parent);
+      }
       case "change": return el("polygon", { points: `${cx},${cy - 7} ${cx + 7},${cy} ${cx},${cy + 7} ${cx - 7},${cy}`, class: cls }, parent);
       case "restart": return el("polygon", { points: `${cx - 6},${cy - 7} ${cx + 7},${cy} ${cx - 6},${cy + 7}`, class: cls }, parent);
       case "gate": return el("rect", { x: cx - 5, y: cy - 5, width: 10, height: 10, class: cls }, parent);
@@ -365,7 +384,7 @@
 
   function legend() {
     const box = $("legend");
-    for (const t of TYPES) {
+    for (const t of TYPES.concat(["halt", "held"])) {
       const s = h("span", "", undefined, box);
       const svg = el("svg", { width: 16, height: 16 }, s);
       marker(t, 8, 8, "marker m-" + t, svg);

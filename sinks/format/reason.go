@@ -19,7 +19,7 @@ import (
 //	                           the gate reason holding the restart back, one of
 //	                           kickv1alpha1.WaitingReasons(): Suspended, Settling,
 //	                           OutsideSchedule, ConfigurationError, MinIntervalNotElapsed,
-//	                           RolloutHalted, AmbiguousPolicy, OwnerUnknown, AmbiguousOwner,
+//	                           RolloutHalted, EarlierWave, AmbiguousPolicy, OwnerUnknown, AmbiguousOwner,
 //	                           OwnerOutOfSync, OwnerReconciling, OwnerSuspended,
 //	                           PromotionRunning, ProjectUnknown, ProviderUnavailable,
 //	                           RestartBudget; Waiting if it is not known

@@ -54,7 +54,7 @@ func (p *preflightOptions) bind(fs *flag.FlagSet) {
 	fs.Var(&p.denyExempt, "preflight-deny-exempt", "comma-separated writers deny mode never refuses: user:NAME, group:NAME, serviceaccount:NAMESPACE/NAME (e.g. cert-manager, external-secrets, the team rotating leaked credentials)")
 	fs.StringVar(&p.clientCA, "preflight-client-ca", "", "PEM file of the CA that signs the API server's webhook client certificate; the webhook then requires that certificate (without it, the preflight cannot tell the API server from other callers and answers every review with an empty allow)")
 	fs.Var(&p.clientNames, "preflight-client-names", "comma-separated names (common name or DNS name) the API server's client certificate may carry (empty: any certificate --preflight-client-ca verifies)")
-	fs.IntVar(&p.maxInFlight, "preflight-max-in-flight", preflightadmission.DefaultMaxInFlight, "reviews the preflight answers at once; more are refused at once and the writes go ahead unassessed")
+	fs.IntVar(&p.maxInFlight, "preflight-max-in-flight", preflightadmission.DefaultMaxInFlight, "reviews the preflight answers at once, of which one namespace may hold a fair share; more are refused at once and the writes go ahead unassessed")
 }
 
 func (p *preflightOptions) validate(namespace string) []error {
@@ -153,7 +153,10 @@ func setupPreflight(ctx context.Context, mgr ctrl.Manager, opts options, active 
 		DenyInDenyWindows: p.denyInDenyWindows,
 		ClusterLimit:      opts.maxRestarts,
 	}
-	wh := &admission.Webhook{Handler: &preflightadmission.Handler{Checker: checker, Exempt: p.exempt}, WithContextFunc: auth.WithCaller}
+	// The same bound twice: the guard counts every review from its first
+	// byte, the shares charge the ones being answered to their namespaces.
+	wh := &admission.Webhook{Handler: &preflightadmission.Handler{Checker: checker, Exempt: p.exempt,
+		Shares: preflightadmission.NewShares(p.maxInFlight)}, WithContextFunc: auth.WithCaller}
 	srv.Register(preflightadmission.Path, preflightadmission.NewGuard(wh, p.maxInFlight))
 	return mgr.Add(srv)
 }

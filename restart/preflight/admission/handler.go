@@ -20,7 +20,14 @@ type Handler struct {
 	Checker *Checker
 	// Exempt are the writers deny mode never refuses.
 	Exempt Exemptions
+	// Shares charges each review to its namespace; a namespace over its
+	// share is answered "cannot assess" at once. Nil charges nothing.
+	Shares *Shares
 }
+
+// busy is what a write hears when its namespace holds its share of the
+// webhook: the write goes ahead, unassessed.
+const busy = "too many writes of this namespace are being assessed at once"
 
 // Handle implements admission.Handler.
 func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
@@ -45,9 +52,20 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if req.Operation == admissionv1.Delete {
 		w.Object, w.Old = req.OldObject.Raw, nil
 	}
+	if h.Shares != nil {
+		release, ok := h.Shares.Take(req.Namespace)
+		if !ok {
+			return answer(preflight.Compose(preflight.Input{CannotAssess: busy}))
+		}
+		defer release()
+	}
 	// userInfo is believed here: the caller is the API server.
 	w.Exempt = h.Exempt.Match(req.UserInfo)
-	a := h.Checker.Check(ctx, w)
+	return answer(h.Checker.Check(ctx, w))
+}
+
+// answer is the response carrying a.
+func answer(a preflight.Answer) admission.Response {
 	resp := admission.Allowed("")
 	if a.Denied {
 		resp = admission.Denied(a.Message)

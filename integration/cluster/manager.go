@@ -145,6 +145,14 @@ func (m *Manager) Metrics() (string, error) {
 	return b.String(), err
 }
 
+// Pid is the manager's process id (a wrapper that execs kick-manager keeps
+// it).
+func (m *Manager) Pid() int { return m.cmd.Process.Pid }
+
+// MetricsAddr is the address /metrics is served on, unless the test passed
+// its own --metrics-bind-address.
+func (m *Manager) MetricsAddr() string { return m.metrics }
+
 // Timeline is the address of the manager's timeline server, unless the
 // test passed its own --timeline-bind-address.
 func (m *Manager) Timeline() string { return m.timeline }

@@ -64,10 +64,10 @@ func BenchmarkSecretUpdate(b *testing.B) {
 	addr := cluster.FreeAddr(b)
 	suffix := fmt.Sprintf("%d", time.Now().UnixNano()%1000000)
 	vwcName, certSecret := "kick-preflight-bench-"+suffix, "kick-preflight-tls-bench-"+suffix
-	webhookConfig(b, env, vwcName, ns, "https://"+addr+"/preflight")
+	fixture.PreflightWebhook(b, env, vwcName, "https://"+addr+"/preflight", ns)
 	mgr := env.StartManager(b, fixture.ManagerNamespace, "--preflight", "--preflight-bind-address", addr,
 		"--preflight-cert-hosts", "127.0.0.1", "--preflight-cert-secret", certSecret, "--preflight-webhook-configuration", vwcName,
-		"--preflight-client-ca", apiServerPKI.caFile)
+		"--preflight-client-ca", apiServerPKI.CAFile)
 	cluster.Eventually(b, 30*time.Second, "the manager to publish the caBundle", func() (bool, error) {
 		return len(caBundle(b, env, vwcName)) > 0, nil
 	})
@@ -138,7 +138,7 @@ func BenchmarkSecretUpdate(b *testing.B) {
 	}
 	b.StopTimer()
 	if !registered {
-		_ = env.Client.Create(ctx, fresh(&vwc)) // webhookConfig's cleanup deletes it
+		_ = env.Client.Create(ctx, fresh(&vwc)) // PreflightWebhook's cleanup deletes it
 	}
 	if len(with) == 0 || len(without) == 0 {
 		b.Fatalf("%d updates with the preflight's answer and %d without; run with -benchtime 40x or more", len(with), len(without))

@@ -45,12 +45,12 @@ func TestPreflight(t *testing.T) {
 	suffix := fmt.Sprintf("%d", time.Now().UnixNano()%1000000)
 	vwcName, certSecret := "kick-preflight-"+suffix, "kick-preflight-tls-"+suffix
 	ns := env.Namespace(t)
-	webhookConfig(t, env, vwcName, ns, "https://"+addr+"/preflight")
+	fixture.PreflightWebhook(t, env, vwcName, "https://"+addr+"/preflight", ns)
 	f := &fixture.F{T: t, Env: env, NS: ns, Ctx: t.Context()}
 	f.Mgr = env.StartManager(t, fixture.ManagerNamespace, "--preflight", "--preflight-bind-address", addr,
 		"--preflight-cert-hosts", "127.0.0.1", "--preflight-cert-secret", certSecret,
 		"--preflight-webhook-configuration", vwcName, "--preflight-cert-validity", "6s",
-		"--preflight-client-ca", apiServerPKI.caFile, "--preflight-client-names", "kube-apiserver")
+		"--preflight-client-ca", apiServerPKI.CAFile, "--preflight-client-names", "kube-apiserver")
 	cluster.Eventually(t, 30*time.Second, "the manager to publish the caBundle", func() (bool, error) {
 		return len(caBundle(t, env, vwcName)) > 0, nil
 	})
@@ -152,7 +152,7 @@ schedule:
 			t.Fatal(err)
 		}
 		s.Data[secretKey] = []byte(secretValue2)
-		resp, err := review(t, addr, caBundle(t, env, vwcName), apiServerPKI.client, &s)
+		resp, err := review(t, addr, caBundle(t, env, vwcName), apiServerPKI.Client, &s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,7 +258,7 @@ func TestHangingWebhookCostsNothing(t *testing.T) {
 			defer c.Close() // held open, never answered
 		}
 	}()
-	webhookConfig(t, env, fmt.Sprintf("kick-preflight-hang-%d", time.Now().UnixNano()%1000000), ns, "https://"+l.Addr().String()+"/preflight")
+	fixture.PreflightWebhook(t, env, fmt.Sprintf("kick-preflight-hang-%d", time.Now().UnixNano()%1000000), "https://"+l.Addr().String()+"/preflight", ns)
 	start := time.Now()
 	_, stderr, err := kubectl(t, env, secretYAML(ns, "db", secretKey, secretValue1), "apply", "-f", "-")
 	if err != nil || time.Since(start) > 5*time.Second {

@@ -33,7 +33,6 @@ import (
 	"github.com/kick-operator/kick/integration/browser"
 	"github.com/kick-operator/kick/integration/cluster"
 	"github.com/kick-operator/kick/integration/fixture"
-	"github.com/kick-operator/kick/restart/preflight/certs"
 	"github.com/kick-operator/kick/sinks/timeline"
 	"github.com/kick-operator/kick/sinks/timeline/entry"
 )
@@ -422,16 +421,7 @@ func fixtureDeployment(ns, name string) *appsv1.Deployment {
 // tls.crt and tls.key, and returns a client that trusts its CA.
 func servingCert(t *testing.T) (string, *http.Client) {
 	t.Helper()
-	b, _, err := certs.Plan(certs.Bundle{}, []string{"127.0.0.1", "localhost"}, time.Hour, time.Now())
-	if err != nil || b.Serving == nil {
-		t.Fatalf("serving certificate: %v", err)
-	}
-	dir := t.TempDir()
-	for name, data := range map[string][]byte{"tls.crt": b.Serving.CertPEM, "tls.key": b.Serving.KeyPEM} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir, b := fixture.ServingCertDir(t, "127.0.0.1", "localhost")
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(b.Published()) {
 		t.Fatal("no CA in the bundle")

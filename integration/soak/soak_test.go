@@ -1,0 +1,181 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kick-operator/kick/integration/cluster"
+	"github.com/kick-operator/kick/integration/fixture"
+)
+
+const everyWorkload = `
+discovery:
+  workloadSelector: {}
+restart: {minInterval: 1s}
+`
+
+// TestHostileTenantSoak runs the bystander alone for KICK_SOAK, then again
+// while every attack runs, against one manager under a 256 MiB limit. It
+// fails when the manager dies or its RSS passes the limit, or when a
+// bystander change was restarted other than exactly once; the latencies
+// and their ratio are reported, not asserted (they measure a shared
+// machine).
+func TestHostileTenantSoak(t *testing.T) {
+	if os.Getenv("KICK_SOAK") == "" {
+		t.Skip("the hostile-tenant soak runs with KICK_SOAK=DURATION (make soak-hostile)")
+	}
+	d, err := soakDuration()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := cluster.Get(t)
+	ctx := t.Context()
+	prey, attacker, noisy := env.Namespace(t), env.Namespace(t), env.Namespace(t)
+	t.Logf("soak: load average at start: %s", loadavg())
+
+	// The manager: preflight (answering only the API server's client
+	// certificate), /metrics over HTTPS with token checks, the timeline
+	// off loopback with TLS and token checks; under the memory bound.
+	addr := cluster.FreeAddr(t)
+	suffix := fmt.Sprintf("%d", time.Now().UnixNano()%1000000)
+	vwcName := "kick-preflight-soak-" + suffix
+	fixture.PreflightWebhook(t, env, vwcName, "https://"+addr+"/preflight", prey, attacker)
+	certDir, _ := fixture.ServingCertDir(t, "127.0.0.1", "localhost")
+	_, timelinePort, _ := net.SplitHostPort(cluster.FreeAddr(t))
+	bound := confine(t)
+	mgr := env.StartManagerBinary(t, bound.wrap(t, cluster.Binary(t, "kick-manager")), fixture.ManagerNamespace,
+		"--zap-log-level", "info",
+		"--preflight", "--preflight-bind-address", addr, "--preflight-cert-hosts", "127.0.0.1",
+		"--preflight-cert-secret", "kick-preflight-tls-soak-"+suffix, "--preflight-webhook-configuration", vwcName,
+		"--preflight-client-ca", apiServerPKI.CAFile, "--preflight-client-names", "kube-apiserver",
+		"--metrics-secure", "--timeline-bind-address", ":"+timelinePort, "--timeline-cert-dir", certDir)
+	rss := sampleRSS(mgr.Pid(), 200*time.Millisecond)
+	t.Cleanup(rss.close)
+	cluster.Eventually(t, 60*time.Second, "the manager to publish the preflight's caBundle", func() (bool, error) {
+		var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+		err := env.Client.Get(ctx, client.ObjectKey{Name: vwcName}, &vwc)
+		return err == nil && len(vwc.Webhooks[0].ClientConfig.CABundle) > 0, err
+	})
+
+	// The bystander and the attackers each get a client of their own, so
+	// no client-side rate limit is shared between them.
+	by := &bystander{ns: prey}
+	by.c, by.cs = clients(t, env, 100)
+	att := &attacks{attacker: attacker, noisy: noisy, prey: prey, preflight: addr,
+		metrics: "https://" + mgr.MetricsAddr(), timeline: "https://127.0.0.1:" + timelinePort}
+	att.c, _ = clients(t, env, 1000)
+	for _, ns := range []string{prey, attacker, noisy} {
+		f := &fixture.F{T: t, Env: env, NS: ns, Ctx: ctx, Mgr: mgr}
+		f.Policy("all", everyWorkload)
+	}
+	f := &fixture.F{T: t, Env: env, NS: prey, Ctx: ctx, Mgr: mgr}
+	for i := range workloads {
+		f.Secret(fmt.Sprintf("s-%d", i), map[string]string{"password": "start"}, nil)
+		f.Create(deployment(prey, fmt.Sprintf("b-%d", i), 1, false, envFrom(fmt.Sprintf("s-%d", i))))
+	}
+	for i := range workloads {
+		f.WaitAvailable(fmt.Sprintf("b-%d", i))
+		f.WaitObservation(fmt.Sprintf("s-%d", i))
+	}
+	if err := att.setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := by.watchDeployments(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	cpu := cpuTime(mgr.Pid())
+	alone, err := by.change(ctx, "alone", d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alone.peakRSS = rss.take()
+	alone.cpu, cpu = cpuTime(mgr.Pid())-cpu, cpuTime(mgr.Pid())
+
+	attackCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	att.start(attackCtx, &wg)
+	time.Sleep(15 * time.Second) // let the attacks build up before the bystander starts
+	attacked, err := by.change(ctx, "attacked", d)
+	stop()
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	attacked.peakRSS = rss.take()
+	attacked.cpu = cpuTime(mgr.Pid()) - cpu
+	hwm, _ := statusKB(mgr.Pid(), "VmHWM:")
+
+	report := func(format string, args ...any) {
+		line := "soak: " + fmt.Sprintf(format, args...)
+		t.Log(line)
+		fmt.Println(line)
+	}
+	report("each run %s, %d bystander Deployments, one change every %s; load average at end: %s", d, workloads, interval, loadavg())
+	report("memory bound: %s", bound.How)
+	for _, r := range []run{alone, attacked} {
+		report("%-8s changes %d, restarts %d (lost %d, duplicated %d, no restart within %s: %d), change→restart p50 %s p99 %s, peak RSS %s",
+			r.name, r.changes, r.restarts, r.lost, r.dup, restartDeadline, r.late,
+			ms(percentile(r.latencies, 0.5)), ms(percentile(r.latencies, 0.99)), mib(r.peakRSS))
+		report("%-8s Secret write p50 %s p99 %s; write→KICK's restartedAt stamp p50 %s p99 %s; manager CPU %s",
+			r.name, ms(percentile(r.writes, 0.5)), ms(percentile(r.writes, 0.99)),
+			ms(percentile(r.decided, 0.5)), ms(percentile(r.decided, 0.99)), r.cpu.Round(10*time.Millisecond))
+	}
+	ratio := func(p float64) float64 {
+		a := percentile(alone.latencies, p)
+		if a == 0 {
+			return 0
+		}
+		return float64(percentile(attacked.latencies, p)) / float64(a)
+	}
+	report("attacked/alone: p50 %.2f×, p99 %.2f× (goal under 2×)", ratio(0.5), ratio(0.99))
+	report("manager peak RSS (VmHWM) %s; cgroup peak %s (with page cache); OOM kills %d", mib(hwm), mib(bound.peak()), bound.oomKills())
+	report("attacks: %s", att.summary())
+
+	if mgr.Exited() {
+		t.Errorf("the manager exited during the soak (OOM kills: %d)", bound.oomKills())
+	}
+	if over := rss.overLimit(); over > 0 {
+		t.Errorf("the manager's RSS reached %s, over the %s limit", mib(over), mib(memoryLimit))
+	}
+	for _, r := range []run{alone, attacked} {
+		if r.lost > 0 || r.dup > 0 {
+			t.Errorf("%s: %d restarts lost and %d duplicated of %d changes", r.name, r.lost, r.dup, r.changes)
+		}
+	}
+}
+
+// clients are a controller-runtime client and a clientset with a client
+// side rate limit of their own.
+func clients(t *testing.T, env *cluster.Env, qps float32) (client.Client, kubernetes.Interface) {
+	t.Helper()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = qps, int(2*qps)
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, cs
+}
+
+func ms(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+
+func loadavg() string {
+	data, _ := os.ReadFile("/proc/loadavg")
+	return strings.Join(strings.Fields(string(data))[:min(3, len(strings.Fields(string(data))))], " ")
+}

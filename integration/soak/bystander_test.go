@@ -41,6 +41,9 @@ type bystander struct {
 	// watch first showed each.
 	stamps map[string]map[string]time.Time
 	last   map[string]string // the newest stamp per Deployment
+	// secrets: when the watch first showed each resourceVersion of the
+	// namespace's Secrets (what any watcher, KICK included, can see).
+	secrets map[string]time.Time
 }
 
 // run is the figures of one run.
@@ -53,20 +56,59 @@ type run struct {
 	late      int
 	peakRSS   int64
 	// writes are how long the bystander's Secret updates took (the API
-	// server, with the preflight in the way); decided is from the write to
+	// server, with the preflight in the way); visible is from the write
+	// to a watch of the Secrets showing it; decided is from the write to
 	// the restartedAt stamp KICK wrote (KICK's clock, same machine).
-	writes, decided []time.Duration
-	// cpu is the manager's CPU time during the run.
-	cpu time.Duration
+	writes, visible, decided []time.Duration
+	// cpu is the manager's CPU time during the run; load the machine's
+	// load average at its end.
+	cpu  time.Duration
+	load string
 }
 
-// watchDeployments records, with the test's clock, when each Deployment of
-// the namespace shows each new restartedAt value; it runs until ctx ends.
-func (b *bystander) watchDeployments(ctx context.Context) error {
-	b.stamps, b.last = map[string]map[string]time.Time{}, map[string]string{}
-	start := func() (watch.Interface, error) {
+// startWatches records, with the test's clock, when each Deployment of
+// the namespace shows each new restartedAt value, and when each version of
+// its Secrets is seen; both watches run until ctx ends.
+func (b *bystander) startWatches(ctx context.Context) error {
+	b.stamps, b.last, b.secrets = map[string]map[string]time.Time{}, map[string]string{}, map[string]time.Time{}
+	err := follow(ctx, func() (watch.Interface, error) {
 		return b.cs.AppsV1().Deployments(b.ns).Watch(ctx, metav1.ListOptions{})
+	}, func(o any, now time.Time) {
+		d, ok := o.(*appsv1.Deployment)
+		if !ok {
+			return
+		}
+		stamp := d.Spec.Template.Annotations[freshness.RestartedAtAnnotation]
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.stamps[d.Name] == nil {
+			b.stamps[d.Name] = map[string]time.Time{}
+		}
+		if _, seen := b.stamps[d.Name][stamp]; !seen {
+			b.stamps[d.Name][stamp] = now
+		}
+		b.last[d.Name] = stamp
+	})
+	if err != nil {
+		return err
 	}
+	return follow(ctx, func() (watch.Interface, error) {
+		return b.cs.CoreV1().Secrets(b.ns).Watch(ctx, metav1.ListOptions{})
+	}, func(o any, now time.Time) {
+		if s, ok := o.(*corev1.Secret); ok {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if _, seen := b.secrets[s.ResourceVersion]; !seen {
+				b.secrets[s.ResourceVersion] = now
+			}
+		}
+	})
+}
+
+// follow hands every object of the watch start makes to seen, with the
+// time it arrived, until ctx ends; a watch that ends is started again (an
+// object seen late is timed late, never early).
+func follow(ctx context.Context, start func() (watch.Interface, error), seen func(any, time.Time)) error {
 	w, err := start()
 	if err != nil {
 		return err
@@ -74,39 +116,28 @@ func (b *bystander) watchDeployments(ctx context.Context) error {
 	go func() {
 		for {
 			for ev := range w.ResultChan() {
-				d, ok := ev.Object.(*appsv1.Deployment)
-				if !ok {
-					continue
-				}
-				now := time.Now()
-				stamp := d.Spec.Template.Annotations[freshness.RestartedAtAnnotation]
-				b.mu.Lock()
-				if b.stamps[d.Name] == nil {
-					b.stamps[d.Name] = map[string]time.Time{}
-				}
-				if _, seen := b.stamps[d.Name][stamp]; !seen {
-					b.stamps[d.Name][stamp] = now
-				}
-				b.last[d.Name] = stamp
-				b.mu.Unlock()
+				seen(ev.Object, time.Now())
 			}
-			if ctx.Err() != nil {
-				return
-			}
-			// The watch ended (a timeout, an API server hiccup): start
-			// again; a stamp seen late is timed late, never early.
 			for {
-				if w, err = start(); err == nil || ctx.Err() != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				if w, err = start(); err == nil {
 					break
 				}
 				time.Sleep(time.Second)
 			}
-			if ctx.Err() != nil {
-				return
-			}
 		}
 	}()
 	return nil
+}
+
+// secretSeen is when the watch first showed a Secret's resourceVersion.
+func (b *bystander) secretSeen(rv string) (time.Time, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	at, ok := b.secrets[rv]
+	return at, ok
 }
 
 // newStamp is the stamp of deployment other than before, if the watch
@@ -201,6 +232,9 @@ func (b *bystander) change(ctx context.Context, name string, d time.Duration) (r
 			r.late++
 		} else {
 			r.latencies = append(r.latencies, seen.Sub(wrote))
+			if at, ok := b.secretSeen(s.ResourceVersion); ok {
+				r.visible = append(r.visible, at.Sub(wrote))
+			}
 			if at, ok := freshness.ParseStamp(stamp); ok {
 				r.decided = append(r.decided, at.Sub(wrote))
 			}
@@ -223,6 +257,7 @@ func (b *bystander) change(ctx context.Context, name string, d time.Duration) (r
 	slices.Sort(r.latencies)
 	slices.Sort(r.writes)
 	slices.Sort(r.decided)
+	slices.Sort(r.visible)
 	return r, nil
 }
 

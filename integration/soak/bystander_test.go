@@ -35,6 +35,8 @@ type bystander struct {
 	ns string
 	c  client.Client
 	cs kubernetes.Interface
+	// gone reports that the manager exited: the run stops at once.
+	gone func() bool
 
 	mu sync.Mutex
 	// stamps: per Deployment, the restartedAt values seen and when the
@@ -208,6 +210,9 @@ func (b *bystander) change(ctx context.Context, name string, d time.Duration) (r
 	changes := map[string]int{}
 	end := time.Now().Add(d)
 	for k := 0; time.Now().Before(end); k++ {
+		if b.gone() {
+			return r, fmt.Errorf("the manager exited during the run %s, after %d changes", name, k)
+		}
 		deployment, secret := fmt.Sprintf("b-%d", k%workloads), fmt.Sprintf("s-%d", k%workloads)
 		was := b.stamp(deployment)
 		s := &corev1.Secret{}

@@ -70,7 +70,7 @@ func TestHostileTenantSoak(t *testing.T) {
 
 	// The bystander and the attackers each get a client of their own, so
 	// no client-side rate limit is shared between them.
-	by := &bystander{ns: prey}
+	by := &bystander{ns: prey, gone: mgr.Exited}
 	by.c, by.cs = clients(t, env, 100)
 	att := &attacks{attacker: attacker, noisy: noisy, prey: prey, preflight: addr,
 		metrics: "https://" + mgr.MetricsAddr(), timeline: "https://127.0.0.1:" + timelinePort}
@@ -95,7 +95,7 @@ func TestHostileTenantSoak(t *testing.T) {
 	cpu := cpuTime(mgr.Pid())
 	alone, err := by.change(ctx, "alone", d)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v (OOM kills: %d, RSS over the limit: %s)", err, bound.oomKills(), mib(rss.overLimit()))
 	}
 	alone.peakRSS = rss.take()
 	alone.cpu, cpu = cpuTime(mgr.Pid())-cpu, cpuTime(mgr.Pid())
@@ -115,7 +115,7 @@ func TestHostileTenantSoak(t *testing.T) {
 	stop()
 	wg.Wait()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v (OOM kills: %d, RSS over the limit: %s)", err, bound.oomKills(), mib(rss.overLimit()))
 	}
 	attacked.peakRSS = rss.take()
 	attacked.cpu = cpuTime(mgr.Pid()) - cpu

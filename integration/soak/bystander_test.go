@@ -62,9 +62,9 @@ type run struct {
 	// to a watch of the Secrets showing it; decided is from the write to
 	// the restartedAt stamp KICK wrote (KICK's clock, same machine).
 	writes, visible, decided []time.Duration
-	// cpu is the manager's CPU time during the run; load the machine's
-	// load average at its end.
-	cpu  time.Duration
+	// cpu is the CPU time the manager, the control plane and the test
+	// used during the run; load the machine's load average at its end.
+	cpu  cpuUse
 	load string
 }
 

@@ -223,3 +223,41 @@ func cpuTime(pid int) time.Duration {
 	stime, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
 }
+
+// componentPids finds the processes of the control plane's kube-apiserver
+// and etcd by their command line: the binary's name and a flag naming the
+// component's port.
+func componentPids(ports map[string]int) map[string]int {
+	want := map[string]string{
+		"kube-apiserver": fmt.Sprintf("--secure-port=%d", ports["kube-apiserver"]),
+		"etcd":           fmt.Sprintf("127.0.0.1:%d", ports["etcd"]),
+	}
+	out := map[string]int{}
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(cmdline), "\x00")
+		for name, flag := range want {
+			if filepath.Base(args[0]) == name && slices.ContainsFunc(args, func(a string) bool { return strings.Contains(a, flag) }) {
+				out[name] = pid
+			}
+		}
+	}
+	return out
+}
+
+// cpuTimes is cpuTime of each process, by name.
+func cpuTimes(pids map[string]int) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for name, pid := range pids {
+		out[name] = cpuTime(pid)
+	}
+	return out
+}

@@ -110,6 +110,9 @@ func (l *load) settle(timeout time.Duration) (snapshot, error) {
 	var since time.Time
 	var lastErr error
 	for {
+		if l.whileSettling != nil {
+			l.whileSettling()
+		}
 		s, err := l.observe()
 		if err == nil {
 			if since.IsZero() || s.signature != last.signature {

@@ -41,6 +41,11 @@ func TestLeaderFailover(t *testing.T) {
 	l := newLoad(f, deployments)
 	var leaseTimes, restartTimes []time.Duration
 	selfExits := 0
+	// While a round settles, a replica that exited by itself is started
+	// again, as a Deployment would: on a loaded machine both replicas can
+	// lose their Lease one after the other, and the changes of the round
+	// would then wait for no one.
+	l.whileSettling = func() { replaceExited(t, f, replicas, &selfExits) }
 	for r := 1; r <= failovers+1; r++ {
 		writes := l.change(spread)
 		if r <= failovers {
@@ -70,16 +75,7 @@ func TestLeaderFailover(t *testing.T) {
 func failover(t *testing.T, l *load, replicas []*cluster.Manager, selfExits *int) (lease, restart time.Duration) {
 	t.Helper()
 	f := l.f
-	for j, m := range replicas {
-		if m.Exited() {
-			// A leader that cannot renew in time (a loaded machine, short
-			// timings) stops leading and exits; a Deployment would start
-			// it again.
-			t.Logf("replica %d exited by itself; starting a replacement", j)
-			*selfExits++
-			replicas[j] = f.Env.StartManager(t, fixture.ManagerNamespace, electionFlags...)
-		}
-	}
+	replaceExited(t, f, replicas, selfExits)
 	i := leader(t, replicas)
 	before := holder(f)
 	if _, inFlight, err := l.progress(); err == nil {
@@ -113,6 +109,21 @@ func failover(t *testing.T, l *load, replicas []*cluster.Manager, selfExits *int
 	})
 	replicas[i] = f.Env.StartManager(t, fixture.ManagerNamespace, electionFlags...)
 	return lease, restart
+}
+
+// replaceExited starts a replacement for every replica that exited by
+// itself and counts it in selfExits: a leader that cannot renew in time (a
+// loaded machine, short timings) stops leading and exits; a Deployment
+// would start it again.
+func replaceExited(t *testing.T, f *fixture.F, replicas []*cluster.Manager, selfExits *int) {
+	t.Helper()
+	for j, m := range replicas {
+		if m.Exited() {
+			t.Logf("replica %d exited by itself; starting a replacement", j)
+			*selfExits++
+			replicas[j] = f.Env.StartManager(t, fixture.ManagerNamespace, electionFlags...)
+		}
+	}
 }
 
 // leader returns the index of the one replica whose /metrics says it

@@ -56,6 +56,10 @@ type load struct {
 	// latencies are write → restart stamp, of every change answered so far.
 	latencies []time.Duration
 
+	// whileSettling, when set, runs at every poll while a round settles
+	// (the failover test replaces replicas that exited there).
+	whileSettling func()
+
 	// mu guards what the writing goroutine sets: when each Secret's write
 	// of the current round began, when its last write returned, and in
 	// which round.

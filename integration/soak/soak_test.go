@@ -3,7 +3,9 @@ package soak
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -54,12 +56,21 @@ func TestHostileTenantSoak(t *testing.T) {
 	certDir, _ := fixture.ServingCertDir(t, "127.0.0.1", "localhost")
 	_, timelinePort, _ := net.SplitHostPort(cluster.FreeAddr(t))
 	bound := confine(t)
-	mgr := env.StartManagerBinary(t, bound.wrap(t, cluster.Binary(t, "kick-manager")), fixture.ManagerNamespace,
+	// KICK_SOAK_PROFILE=FILE: a 30 s CPU profile of the manager, taken in
+	// the middle of the attacked run, is written to FILE.
+	profile := os.Getenv("KICK_SOAK_PROFILE")
+	var extra []string
+	pprofAddr := ""
+	if profile != "" {
+		pprofAddr = cluster.FreeAddr(t)
+		extra = append(extra, "--pprof-bind-address", pprofAddr)
+	}
+	mgr := env.StartManagerBinary(t, bound.wrap(t, cluster.Binary(t, "kick-manager")), fixture.ManagerNamespace, append(extra,
 		"--zap-log-level", "info",
 		"--preflight", "--preflight-bind-address", addr, "--preflight-cert-hosts", "127.0.0.1",
 		"--preflight-cert-secret", "kick-preflight-tls-soak-"+suffix, "--preflight-webhook-configuration", vwcName,
 		"--preflight-client-ca", apiServerPKI.CAFile, "--preflight-client-names", "kube-apiserver",
-		"--metrics-secure", "--timeline-bind-address", ":"+timelinePort, "--timeline-cert-dir", certDir)
+		"--metrics-secure", "--timeline-bind-address", ":"+timelinePort, "--timeline-cert-dir", certDir)...)
 	rss := sampleRSS(mgr.Pid(), 200*time.Millisecond)
 	t.Cleanup(rss.close)
 	cluster.Eventually(t, 60*time.Second, "the manager to publish the preflight's caBundle", func() (bool, error) {
@@ -115,7 +126,16 @@ func TestHostileTenantSoak(t *testing.T) {
 	var wg sync.WaitGroup
 	att.start(attackCtx, &wg)
 	time.Sleep(15 * time.Second) // let the attacks build up before the bystander starts
+	profiled := make(chan error, 1)
+	if profile != "" {
+		go func() { profiled <- cpuProfile(ctx, pprofAddr, d/2, profile) }()
+	} else {
+		profiled <- nil
+	}
 	attacked, err := by.change(ctx, "attacked", d)
+	if perr := <-profiled; perr != nil {
+		t.Errorf("CPU profile: %v", perr)
+	}
 	stop()
 	wg.Wait()
 	if err != nil {
@@ -181,6 +201,37 @@ func clients(t *testing.T, env *cluster.Env, qps float32) (client.Client, kubern
 		t.Fatal(err)
 	}
 	return c, cs
+}
+
+// cpuProfile waits for after, then writes a 30 s CPU profile of the
+// manager's pprof endpoint at addr to path.
+func cpuProfile(ctx context.Context, addr string, after time.Duration, path string) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(max(after-15*time.Second, 0)):
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/profile?seconds=30", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("pprof: %s", resp.Status)
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, resp.Body); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 func ms(d time.Duration) time.Duration { return d.Round(time.Millisecond) }

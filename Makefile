@@ -163,8 +163,16 @@ soak-hostile: control-plane build ## hostile-tenant soak: every attack of issue 
 	@grep -ho '^soak: .*' $(BIN)/soak.log
 
 .PHONY: bench
-bench: control-plane build ## benchmark a restart controller on the local control plane (BENCH_FLAGS=-quick for a smoke run)
+bench: control-plane build ## benchmark a restart controller on the local control plane (BENCH_FLAGS=-quick for a smoke run; SCENARIO=fanout runs bench-fanout)
+ifeq ($(SCENARIO),fanout)
+	$(MAKE) bench-fanout
+else
 	$(GO) run ./integration/bench -bin-dir $(K8S_BIN) $(BENCH_FLAGS)
+endif
+
+.PHONY: bench-fanout
+bench-fanout: control-plane build ## fan-out: 500 Deployments share one Secret, one change, with restart.maxConcurrent 10 and with no limit; writes bench-fanout.json and docs/images/fanout.png
+	$(GO) run ./integration/bench -bin-dir $(K8S_BIN) -fanout "$(or $(BUDGETS),10$(comma)none)" -json bench-fanout.json -plot docs/images/fanout.png $(BENCH_FLAGS)
 
 comma := ,
 .PHONY: bench-scale

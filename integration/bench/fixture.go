@@ -110,7 +110,19 @@ func (fx *fixture) close() {
 }
 
 func consumedName(i int) string { return fmt.Sprintf("app-%04d", i) }
-func unusedName(i int) string   { return fmt.Sprintf("unused-%05d", i) }
+
+// sharedName is the one Secret every Deployment consumes with -shared-secret.
+const sharedName = "shared"
+
+// consumedSecret is the Secret a Deployment consumes: its own, or the
+// shared one.
+func (fx *fixture) consumedSecret(deployment string) string {
+	if fx.c.shared {
+		return sharedName
+	}
+	return deployment
+}
+func unusedName(i int) string { return fmt.Sprintf("unused-%05d", i) }
 
 // build creates the namespace, the consumed Secrets and their Deployments,
 // the unconsumed Secrets, waits until every Deployment is Available and
@@ -126,10 +138,17 @@ func (fx *fixture) build(ctx context.Context) error {
 	}
 	fx.createdNS = true
 	started := time.Now()
+	if c.shared {
+		if _, err := fx.cs.CoreV1().Secrets(c.namespace).Create(ctx, fx.secret(sharedName), metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
 	err := parallel(ctx, c.deployments, c.createWorker, "Deployments and their Secrets", fx.logf, func(i int) error {
 		name := consumedName(i)
-		if _, err := fx.cs.CoreV1().Secrets(c.namespace).Create(ctx, fx.secret(name), metav1.CreateOptions{}); err != nil {
-			return err
+		if !c.shared {
+			if _, err := fx.cs.CoreV1().Secrets(c.namespace).Create(ctx, fx.secret(name), metav1.CreateOptions{}); err != nil {
+				return err
+			}
 		}
 		_, err := fx.cs.AppsV1().Deployments(c.namespace).Create(ctx, fx.deployment(name), metav1.CreateOptions{})
 		return err
@@ -153,7 +172,11 @@ func (fx *fixture) build(ctx context.Context) error {
 	if err := fx.waitAllAvailable(ctx, 5*time.Minute); err != nil {
 		return err
 	}
-	fx.logf("fixture ready in %s: %d Deployments Available, %d Secrets, %d ConfigMaps", time.Since(started).Round(time.Second), c.deployments, c.deployments+c.unused, c.unusedCMs)
+	consumed := c.deployments
+	if c.shared {
+		consumed = 1
+	}
+	fx.logf("fixture ready in %s: %d Deployments Available, %d Secrets, %d ConfigMaps", time.Since(started).Round(time.Second), c.deployments, consumed+c.unused, c.unusedCMs)
 	return fx.applySetup(ctx)
 }
 
@@ -200,7 +223,7 @@ func (fx *fixture) deployment(name string) *appsv1.Deployment {
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{
 					Name:    "app",
 					Image:   fx.c.image,
-					EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}}},
+					EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: fx.consumedSecret(name)}}}},
 				}}},
 			},
 		},

@@ -23,7 +23,9 @@
 // -rounds N repeats that N times and judges the median of each round's
 // ratio, since the peers' own figures move between runs on a shared machine.
 // With -scales it does that at several multiples of the fixture and fits
-// each cost against the fixture's size (scale.go). The exit code is 0 whenever the
+// each cost against the fixture's size (scale.go). With -fanout it measures
+// KICK on one Secret shared by every Deployment, once per restart budget
+// (fanout.go). The exit code is 0 whenever the
 // measurement ran, whatever the verdicts; non-zero only when the harness
 // itself failed. Ctrl-C stops the controller and the control plane.
 //
@@ -31,6 +33,7 @@
 //	go run ./integration/bench -json bench.json        # the full default run
 //	go run ./integration/bench -peers floor,kick,reloader=/path/to/reloader   # one table with ratios
 //	go run ./integration/bench -peers floor,kick,reloader=/path/to/reloader -rounds 3   # medians of 3 rounds
+//	go run ./integration/bench -fanout 10,none -json fanout.json -plot fanout.png   # 500 Deployments, one Secret
 //	go run ./integration/bench -scales 1,5,10 -peers floor,kick -json scale.json -plot scale.png   # the scale curve
 //
 // Placeholders in -controller, -ready-url and -metrics-url: {kubeconfig},
@@ -76,6 +79,7 @@ type config struct {
 	namespace    string
 	deployments  int
 	unused       int
+	shared       bool
 	unusedCMs    int
 	secretSize   int
 	burstPart    float64
@@ -108,7 +112,9 @@ type config struct {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	var err error
-	if spec, rest, ok := extractFlag(os.Args[1:], "scales"); ok {
+	if spec, rest, ok := extractFlag(os.Args[1:], "fanout"); ok {
+		_, err = runFanout(ctx, spec, rest, os.Stdout)
+	} else if spec, rest, ok := extractFlag(os.Args[1:], "scales"); ok {
 		_, err = runScales(ctx, spec, rest, os.Stdout)
 	} else if spec, rest, ok := extractFlag(os.Args[1:], "peers"); ok {
 		_, err = runPeers(ctx, spec, rest, os.Stdout)
@@ -134,6 +140,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.nodes, "nodes", 2, "kwok nodes")
 	fs.StringVar(&c.namespace, "namespace", "bench", "namespace of the workloads and Secrets (created; must not exist)")
 	fs.IntVar(&c.deployments, "deployments", 200, "Deployments, each consuming its own Secret")
+	fs.BoolVar(&c.shared, "shared-secret", false, "every Deployment consumes one Secret, "+sharedName+", instead of its own (the -fanout fixture)")
 	fs.IntVar(&c.unused, "unused-secrets", 10000, "Secrets no workload consumes")
 	fs.IntVar(&c.unusedCMs, "unused-configmaps", 0, "ConfigMaps no workload consumes (-secret-size bytes each)")
 	fs.IntVar(&c.secretSize, "secret-size", 4096, "bytes of data per Secret or ConfigMap")

@@ -58,7 +58,14 @@ func writePlot(path string, series []Series) error {
 		}
 		plots[i/cols][i%cols] = p
 	}
-	img := vgimg.NewWith(vgimg.UseWH(plotWidth, plotHeight), vgimg.UseDPI(plotDPI))
+	return savePNG(path, plots, plotWidth, plotHeight)
+}
+
+// savePNG draws a grid of plots (nil cells stay empty) into a PNG of the
+// given size at path.
+func savePNG(path string, plots [][]*plot.Plot, width, height vg.Length) error {
+	rows, cols := len(plots), len(plots[0])
+	img := vgimg.NewWith(vgimg.UseWH(width, height), vgimg.UseDPI(plotDPI))
 	dc := draw.New(img)
 	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter * 6, PadY: vg.Millimeter * 6,
 		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 4}
@@ -148,4 +155,48 @@ func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 	}
 	return ticks
+}
+
+// writeFanoutPlot draws the rollouts in progress over time of each fan-out
+// run into a PNG at path, one panel per run (the runs differ too much in
+// height and length to share axes).
+func writeFanoutPlot(path string, res *FanoutResults) error {
+	if len(res.Runs) == 0 {
+		return fmt.Errorf("no fan-out run to plot")
+	}
+	plots := make([][]*plot.Plot, len(res.Runs))
+	for i, r := range res.Runs {
+		p := plot.New()
+		p.Title.Text = fmt.Sprintf("%d Deployments, one Secret, %s: rollouts in progress", res.Deployments, r.budget())
+		p.X.Label.Text = "seconds after the change"
+		p.Y.Label.Text = "rollouts in progress"
+		p.X.Tick.Marker, p.Y.Tick.Marker = plainTicks{}, plainTicks{}
+		xy := make(plotter.XYs, 0, len(r.Timeline)+1)
+		top := 1.0
+		for _, pt := range r.Timeline {
+			xy = append(xy, plotter.XY{X: pt.S, Y: float64(pt.InProgress)})
+			top = max(top, float64(pt.InProgress))
+		}
+		if len(xy) > 0 {
+			xy = append(xy, plotter.XY{X: r.SettledMS / 1000, Y: xy[len(xy)-1].Y})
+		}
+		l, err := plotter.NewLine(xy)
+		if err != nil {
+			return fmt.Errorf("plot %s: %w", r.budget(), err)
+		}
+		l.StepStyle = plotter.PostStep
+		l.Color = plotutil.Color(i)
+		p.Add(l)
+		if r.MaxConcurrent > 0 {
+			limit := plotter.NewFunction(func(float64) float64 { return float64(r.MaxConcurrent) })
+			limit.Dashes = plotutil.Dashes(1)
+			p.Add(limit)
+			p.Legend.Add("maxConcurrent", limit)
+			p.Legend.Top = true
+		}
+		p.X.Min, p.X.Max = 0, max(r.SettledMS/1000, 1)
+		p.Y.Min, p.Y.Max = 0, top*1.15
+		plots[i] = []*plot.Plot{p}
+	}
+	return savePNG(path, plots, plotWidth, vg.Length(len(plots))*3.5*vg.Inch)
 }

@@ -429,15 +429,19 @@ func (s *step) evaluate(ctx context.Context) (ctrl.Result, error) {
 		}
 		return ctrl.Result{RequeueAfter: max(d.RequeueAt.Sub(s.now), time.Second)}, nil
 	}
-	s.setGate(d, "")
-
+	// Every gate allows the restart, but the status says so only on the
+	// paths that go on: a request that then waits for a restart slot keeps
+	// the gate it waited with, so a look that changes nothing writes
+	// nothing (see waitForSlot).
 	switch a.Verdict {
 	case assess.InProgress:
+		s.setGate(d, "")
 		st.Phase = kickv1alpha1.PhaseWaitingForRollout
 		s.condition(kickv1alpha1.ConditionRolloutComplete, false, orDefault(a.Rollout.Reason, freshness.RolloutInProgress), a.Rollout.Message)
 		s.emit(false, "WaitingForRollout", fmt.Sprintf("waiting for the current rollout of %s to finish before deciding: %s", s.targetRef(), a.Rollout.Message))
 		return ctrl.Result{RequeueAfter: time.Minute}, nil
 	case assess.Fresh:
+		s.setGate(d, "")
 		s.condition(kickv1alpha1.ConditionStale, false, kickv1alpha1.ReasonUpToDate, a.VerdictMessage)
 		s.finish(kickv1alpha1.PhaseNoLongerRequired, kickv1alpha1.ReasonUpToDate, a.VerdictMessage)
 		return ctrl.Result{RequeueAfter: s.r.Retention}, nil
@@ -447,6 +451,7 @@ func (s *step) evaluate(ctx context.Context) (ctrl.Result, error) {
 	}
 	s.condition(kickv1alpha1.ConditionStale, true, kickv1alpha1.ReasonDependencyNewer, a.VerdictMessage)
 	if a.Gate.DryRun {
+		s.setGate(d, "")
 		s.finish(kickv1alpha1.PhaseDryRun, kickv1alpha1.ReasonDryRun, fmt.Sprintf("dry run: would restart %s now (%s)", s.targetRef(), a.VerdictMessage))
 		return ctrl.Result{RequeueAfter: s.r.Retention}, nil
 	}
@@ -469,6 +474,7 @@ func (s *step) evaluate(ctx context.Context) (ctrl.Result, error) {
 	if pending := s.r.mem.pendingStamp(memoryKey(s.kr), cachedStamp); !pending.IsZero() && !freshness.Newer(a.Latest, pending) {
 		// This process already restarted the workload for this change; the
 		// cache has not caught up yet. Follow that rollout instead.
+		s.setGate(d, "")
 		started := metav1.NewMicroTime(pending)
 		_, value := s.handle.Stamp(pending, time.Time{})
 		st.CurrentRollout = &kickv1alpha1.RolloutMarker{StartedAt: &started, RestartedAt: value}
@@ -503,6 +509,7 @@ func (s *step) evaluate(ctx context.Context) (ctrl.Result, error) {
 		}
 		s.slot = true
 	}
+	s.setGate(d, "")
 	s.restartStamp = value
 	startedAt := metav1.NewMicroTime(stamp)
 	st.CurrentRollout = &kickv1alpha1.RolloutMarker{StartedAt: &startedAt, RestartedAt: s.restartStamp}

@@ -2,10 +2,12 @@ package fanout
 
 import (
 	"context"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -45,7 +47,7 @@ restart: {maxConcurrent: 1, minInterval: 0s}`)
 
 // waitingWrites counts, from a watch of the namespace's KickRequests, the
 // requests that entered WaitingForGate and the writes that found a request
-// waiting and left it waiting.
+// waiting, left it waiting and changed nothing but how the wait is told.
 type waitingWrites struct {
 	mu       sync.Mutex
 	last     map[string]*kickv1alpha1.KickRequest
@@ -88,9 +90,24 @@ func (w *waitingWrites) observe(kr *kickv1alpha1.KickRequest) {
 		return
 	}
 	w.waited[kr.Name] = true
-	if prev != nil && prev.Status.Phase == kickv1alpha1.PhaseWaitingForGate && prev.Generation == kr.Generation {
-		w.rewrites = append(w.rewrites, kr.Name+": "+gateMessage(prev)+" → "+gateMessage(kr))
+	if prev == nil || prev.Status.Phase != kickv1alpha1.PhaseWaitingForGate || prev.Generation != kr.Generation {
+		return
 	}
+	// A write that dates the change more precisely (the record of the
+	// change landed after the request first looked) is news; a write that
+	// only restates the wait, with other counts or none, is not.
+	if !reflect.DeepEqual(withoutGate(prev.Status), withoutGate(kr.Status)) {
+		return
+	}
+	w.rewrites = append(w.rewrites, kr.Name+": "+gateMessage(prev)+" → "+gateMessage(kr))
+}
+
+// withoutGate is a status without its gate and GateAllowed condition.
+func withoutGate(st kickv1alpha1.KickRequestStatus) kickv1alpha1.KickRequestStatus {
+	st = *st.DeepCopy()
+	st.Gate = nil
+	meta.RemoveStatusCondition(&st.Conditions, kickv1alpha1.ConditionGateAllowed)
+	return st
 }
 
 func gateMessage(kr *kickv1alpha1.KickRequest) string {

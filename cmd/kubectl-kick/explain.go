@@ -2,13 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -23,6 +24,22 @@ import (
 	"github.com/kick-operator/kick/restart/freshness"
 )
 
+const explainLong = `Say what KICK sees for a workload: the KickPolicy selecting it, each
+dependency with its last relevant change, the rollout start, the verdict
+(fresh, stale, rollout in progress, cannot assess), what the gate says now
+and the workload's KickRequest. It only reads, and never shows Secret
+values, keys or fingerprints. Kinds: deployment (deploy), statefulset (sts),
+daemonset (ds).
+
+Exit codes: 0 explained; 1 the workload or a permission is missing; 2 bad
+usage.`
+
+const explainExample = `  # Why did (or didn't) the Deployment web restart?
+  kubectl kick explain deployment/web -n shop
+
+  # The same for a script
+  kubectl kick explain sts/db -o json`
+
 // explainOptions is the parsed command line of "explain".
 type explainOptions struct {
 	kind   kickv1alpha1.TargetKind
@@ -30,34 +47,30 @@ type explainOptions struct {
 	output string
 }
 
-func parseExplain(args []string) (*explainOptions, *genericclioptions.ConfigFlags, bool, error) {
-	fs, cf := newFlagSet("explain")
-	o := &explainOptions{}
+func (o *explainOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.output, "output", "o", "", `output format: "json" for machines (default: text for people)`)
-	helpRequested, err := parseFlags(fs, args)
-	if err != nil || helpRequested {
-		return nil, nil, helpRequested, err
-	}
-	if o.kind, o.name, err = targetArg(fs, "explain"); err != nil {
-		return nil, nil, false, err
-	}
-	switch o.output {
-	case "", "text", "json":
-	default:
-		return nil, nil, false, usagef("unknown output format %q: use -o json, or leave -o out for text", o.output)
-	}
-	return o, cf, false, nil
 }
 
-func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	o, cf, helpRequested, err := parseExplain(args)
-	if helpRequested {
-		fmt.Fprint(stdout, help)
-		return exitOK
+func (o *explainOptions) validate(args []string, _ *genericclioptions.ConfigFlags) (err error) {
+	if o.kind, o.name, err = targetArg(args, "explain"); err != nil {
+		return err
 	}
-	if err != nil {
-		return report(stderr, err)
-	}
+	return checkOutput(o.output)
+}
+
+func newExplainCommand(cf *genericclioptions.ConfigFlags, code *int) *cobra.Command {
+	cmd := subcommand(&cobra.Command{
+		Use:               "explain KIND/NAME",
+		Short:             "Say what KICK sees for a workload and why it did or did not restart",
+		Long:              explainLong,
+		Example:           explainExample,
+		ValidArgsFunction: completeTarget(cf, explainKinds),
+	}, cf, code, &explainOptions{}, runExplain)
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "text"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+func runExplain(ctx context.Context, o *explainOptions, cf *genericclioptions.ConfigFlags, stdout, stderr io.Writer) int {
 	if o.kind == kickv1alpha1.TargetRollout {
 		fmt.Fprintln(stderr, "kubectl kick: explain does not support kind Rollout yet: it explains deployments, statefulsets and daemonsets")
 		return exitFailed
@@ -79,17 +92,6 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return printJSON(stdout, stderr, e)
 	}
 	printExplanation(stdout, e)
-	return exitOK
-}
-
-// printJSON prints v indented (-o json).
-func printJSON(stdout, stderr io.Writer, v any) int {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		fmt.Fprintf(stderr, "kubectl kick: %v\n", err)
-		return exitFailed
-	}
-	fmt.Fprintf(stdout, "%s\n", b)
 	return exitOK
 }
 

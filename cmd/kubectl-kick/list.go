@@ -9,6 +9,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,29 +18,43 @@ import (
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 )
 
+const listLong = `List the KickRequests of the namespace (or of every namespace with -A):
+each request's target, phase, the reason behind the phase, and its age.`
+
+const listExample = `  kubectl kick list -n shop
+  kubectl kick list -A`
+
 type listOptions struct {
 	allNamespaces bool
 }
 
-func parseList(args []string) (*listOptions, *genericclioptions.ConfigFlags, bool, error) {
-	fs, cf := newFlagSet("list")
-	o := &listOptions{}
+func (o *listOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list the requests of every namespace")
-	helpRequested, err := parseFlags(fs, args)
-	if err != nil || helpRequested {
-		return nil, nil, helpRequested, err
-	}
-	if fs.NArg() > 0 {
-		return nil, nil, false, usagef("list takes no arguments, got %q", fs.Args())
-	}
-	if o.allNamespaces && cf.Namespace != nil && *cf.Namespace != "" {
-		return nil, nil, false, usagef("use either -n/--namespace or -A/--all-namespaces, not both")
-	}
-	return o, cf, false, nil
 }
 
-func runList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	o, s, code, ok := begin(args, parseList, stdout, stderr)
+func (o *listOptions) validate(args []string, cf *genericclioptions.ConfigFlags) error {
+	if err := noArgs("list", args, ""); err != nil {
+		return err
+	}
+	if o.allNamespaces && cf.Namespace != nil && *cf.Namespace != "" {
+		return usagef("use either -n/--namespace or -A/--all-namespaces, not both")
+	}
+	return nil
+}
+
+func newListCommand(cf *genericclioptions.ConfigFlags, code *int) *cobra.Command {
+	return subcommand(&cobra.Command{
+		Use:               "list",
+		Aliases:           []string{"ls"},
+		Short:             "List KickRequests",
+		Long:              listLong,
+		Example:           listExample,
+		ValidArgsFunction: cobra.NoFileCompletions,
+	}, cf, code, &listOptions{}, runList)
+}
+
+func runList(ctx context.Context, o *listOptions, cf *genericclioptions.ConfigFlags, stdout, stderr io.Writer) int {
+	s, code, ok := begin(cf, stderr)
 	if !ok {
 		return code
 	}

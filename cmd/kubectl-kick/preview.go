@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -37,22 +39,43 @@ type previewObject struct {
 	body                  []byte // JSON, for the apply patch
 }
 
-func parsePreview(args []string) (*previewOptions, *genericclioptions.ConfigFlags, bool, error) {
-	fs, cf := newFlagSet("preview")
-	o := &previewOptions{}
+const previewLong = `Ask the API server to apply (or with --delete, delete) the Secrets and
+ConfigMaps of FILE as a dry run, and print what KICK's admission preflight
+answers: which workloads it will restart, and when. Nothing is written. It
+needs the preflight enabled in the manager (--preflight);
+"kubectl apply --dry-run=server" shows the same warnings.
+
+Exit codes: 0 answered; 1 the API server refused a dry run; 2 bad usage.`
+
+const previewExample = `  kubectl kick preview -f db-secret.yaml -n shop
+  kubectl kick preview -f old-config.yaml --delete
+  kubectl create secret generic db --from-literal=password=x --dry-run=client -o yaml | kubectl kick preview -f -`
+
+func (o *previewOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.file, "filename", "f", "", "file with Secrets and ConfigMaps (YAML or JSON, several documents allowed; - for standard input)")
 	fs.BoolVar(&o.delete, "delete", false, "preview deleting the objects instead of applying them")
-	helpRequested, err := parseFlags(fs, args)
-	if err != nil || helpRequested {
-		return nil, nil, helpRequested, err
-	}
-	if fs.NArg() > 0 {
-		return nil, nil, false, usagef("preview takes no arguments, got %q; give the objects with -f FILE", fs.Args())
+}
+
+func (o *previewOptions) validate(args []string, _ *genericclioptions.ConfigFlags) error {
+	if err := noArgs("preview", args, "; give the objects with -f FILE"); err != nil {
+		return err
 	}
 	if o.file == "" {
-		return nil, nil, false, usagef("preview needs -f FILE (or -f - for standard input)")
+		return usagef("preview needs -f FILE (or -f - for standard input)")
 	}
-	return o, cf, false, nil
+	return nil
+}
+
+func newPreviewCommand(cf *genericclioptions.ConfigFlags, code *int) *cobra.Command {
+	cmd := subcommand(&cobra.Command{
+		Use:               "preview -f FILE",
+		Short:             "Show which workloads KICK would restart for a change, without making it",
+		Long:              previewLong,
+		Example:           previewExample,
+		ValidArgsFunction: cobra.NoFileCompletions,
+	}, cf, code, &previewOptions{}, runPreview)
+	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
+	return cmd
 }
 
 // readPreviewObjects parses the documents of r and keeps Secrets and
@@ -128,15 +151,7 @@ func (w *warningCollector) take() []string {
 	return out
 }
 
-func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	o, cf, helpRequested, err := parsePreview(args)
-	if helpRequested {
-		fmt.Fprint(stdout, help)
-		return exitOK
-	}
-	if err != nil {
-		return report(stderr, err)
-	}
+func runPreview(ctx context.Context, o *previewOptions, cf *genericclioptions.ConfigFlags, stdout, stderr io.Writer) int {
 	in := io.Reader(os.Stdin)
 	if o.file != "-" {
 		f, err := os.Open(o.file)

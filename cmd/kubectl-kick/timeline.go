@@ -6,6 +6,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -16,6 +18,17 @@ import (
 	"github.com/kick-operator/kick/sinks/timeline/entry"
 )
 
+const timelineLong = `Print what happened to a workload, one line each, oldest first: source
+changes, gate waits with their reasons, requests, restarts and completions,
+and the Kubernetes Events about the workload and its KickRequests, with
+durations ("restarted 0.8 s after the change; waited 3h12m for ...").
+It reads KickRequests, SourceObservations and Events through the API server
+(no port-forward); the manager's timeline UI shows the same entries with
+more history. Kinds: deployment (deploy), statefulset (sts), daemonset (ds).`
+
+const timelineExample = `  kubectl kick timeline deployment/web -n shop --since 2h
+  kubectl kick timeline ds/agent -o json`
+
 // timelineOptions is the parsed command line of "timeline".
 type timelineOptions struct {
 	kind   kickv1alpha1.TargetKind
@@ -24,27 +37,31 @@ type timelineOptions struct {
 	output string
 }
 
-func parseTimeline(args []string) (*timelineOptions, *genericclioptions.ConfigFlags, bool, error) {
-	fs, cf := newFlagSet("timeline")
-	o := &timelineOptions{}
+func (o *timelineOptions) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.since, "since", 0, "show only what happened in this last span, e.g. 2h (default: everything KICK's objects still tell)")
 	fs.StringVarP(&o.output, "output", "o", "", `output format: "json" for machines (default: one line per item)`)
-	helpRequested, err := parseFlags(fs, args)
-	if err != nil || helpRequested {
-		return nil, nil, helpRequested, err
-	}
-	if o.kind, o.name, err = targetArg(fs, "timeline"); err != nil {
-		return nil, nil, false, err
+}
+
+func (o *timelineOptions) validate(args []string, _ *genericclioptions.ConfigFlags) (err error) {
+	if o.kind, o.name, err = targetArg(args, "timeline"); err != nil {
+		return err
 	}
 	if o.since < 0 {
-		return nil, nil, false, usagef("--since must not be negative")
+		return usagef("--since must not be negative")
 	}
-	switch o.output {
-	case "", "text", "json":
-	default:
-		return nil, nil, false, usagef("unknown output format %q: use -o json, or leave -o out for text", o.output)
-	}
-	return o, cf, false, nil
+	return checkOutput(o.output)
+}
+
+func newTimelineCommand(cf *genericclioptions.ConfigFlags, code *int) *cobra.Command {
+	cmd := subcommand(&cobra.Command{
+		Use:               "timeline KIND/NAME",
+		Short:             "Print what happened to a workload, oldest first",
+		Long:              timelineLong,
+		Example:           timelineExample,
+		ValidArgsFunction: completeTarget(cf, explainKinds),
+	}, cf, code, &timelineOptions{}, runTimeline)
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "text"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
 }
 
 // workloadTimeline is the -o json answer; the timeline server's
@@ -57,8 +74,8 @@ type workloadTimeline struct {
 	Incomplete []string `json:"incomplete,omitempty"`
 }
 
-func runTimeline(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	o, s, code, ok := begin(args, parseTimeline, stdout, stderr)
+func runTimeline(ctx context.Context, o *timelineOptions, cf *genericclioptions.ConfigFlags, stdout, stderr io.Writer) int {
+	s, code, ok := begin(cf, stderr)
 	if !ok {
 		return code
 	}

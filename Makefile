@@ -64,6 +64,25 @@ control-plane: ## build (once, cached under bin/k8s) etcd, kube-apiserver, contr
 gitops-controllers: ## build (once, cached under bin/gitops) Argo CD's application controller and repo-server, Flux's source- and kustomize-controller
 	@hack/gitops/build.sh "$(GITOPS_BIN)"
 
+##@ Release
+
+DIST           ?= $(ROOT)/dist
+DIST_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+RELEASE_URL    ?= https://github.com/kick-operator/kick/releases/download/$(VERSION)
+IMAGE          ?= ghcr.io/kick-operator/kick
+
+.PHONY: dist
+dist: ## release build into dist/: kick-manager and kubectl-kick for DIST_PLATFORMS with VERSION injected, the Helm chart, SHA256SUMS, the krew manifest
+	VERSION="$(VERSION)" DIST="$(DIST)" DIST_PLATFORMS="$(DIST_PLATFORMS)" RELEASE_URL="$(RELEASE_URL)" GO="$(GO)" hack/release/dist.sh
+
+.PHONY: dist-check
+dist-check: ## make dist for this machine's platform only, then check versions, checksums, chart and krew manifest (not part of make test)
+	@hack/release/check-dist.sh
+
+.PHONY: image
+image: ## the manager's container image, IMAGE:VERSION, with VERSION injected
+	docker build --build-arg VERSION="$(VERSION)" -t "$(IMAGE):$(VERSION)" .
+
 ##@ Generate
 
 $(CONTROLLER_GEN): hack/tools/go.mod

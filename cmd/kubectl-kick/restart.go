@@ -65,10 +65,6 @@ func (o *restartOptions) validate(args []string, _ *genericclioptions.ConfigFlag
 	return nil
 }
 
-func parseRestart(args []string) (*restartOptions, *genericclioptions.ConfigFlags, bool, error) {
-	return parse(&restartOptions{}, args)
-}
-
 func newRestartCommand(cf *genericclioptions.ConfigFlags, code *int) *cobra.Command {
 	return subcommand(&cobra.Command{
 		Use:               "restart KIND/NAME",

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 
@@ -89,28 +88,6 @@ func subcommand[O options](cmd *cobra.Command, cf *genericclioptions.ConfigFlags
 		return nil
 	}
 	return cmd
-}
-
-// parse parses args the way the subcommand with options o does, without
-// cobra: a flag set of its own flags and the kubeconfig flags. helpRequested
-// is set for -h/--help.
-func parse[O options](o O, args []string) (_ O, _ *genericclioptions.ConfigFlags, helpRequested bool, _ error) {
-	var zero O
-	fs := pflag.NewFlagSet("kubectl kick", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are reported by the caller
-	cf := genericclioptions.NewConfigFlags(true)
-	cf.AddFlags(fs)
-	o.addFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return zero, nil, true, nil
-		}
-		return zero, nil, false, usageError{err.Error()}
-	}
-	if err := o.validate(fs.Args(), cf); err != nil {
-		return zero, nil, false, err
-	}
-	return o, cf, false, nil
 }
 
 // begin connects to the cluster; on failure it reports the error and

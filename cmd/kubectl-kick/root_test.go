@@ -2,15 +2,47 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 )
+
+// parseRestart parses a restart command line with the command's own
+// flags and checks, without cobra and without running it.
+func parseRestart(args []string) (*restartOptions, *genericclioptions.ConfigFlags, bool, error) {
+	return parse(&restartOptions{}, args)
+}
+
+// parse parses args the way the subcommand with options o does, without
+// cobra: a flag set of its own flags and the kubeconfig flags. helpRequested
+// is set for -h/--help.
+func parse[O options](o O, args []string) (_ O, _ *genericclioptions.ConfigFlags, helpRequested bool, _ error) {
+	var zero O
+	fs := pflag.NewFlagSet("kubectl kick", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported by the caller
+	cf := genericclioptions.NewConfigFlags(true)
+	cf.AddFlags(fs)
+	o.addFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return zero, nil, true, nil
+		}
+		return zero, nil, false, usageError{err.Error()}
+	}
+	if err := o.validate(fs.Args(), cf); err != nil {
+		return zero, nil, false, err
+	}
+	return o, cf, false, nil
+}
 
 // Each subcommand's --help is its own: its description, usage line and
 // flags, not the overview.

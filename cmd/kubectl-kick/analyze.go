@@ -78,8 +78,8 @@ type changeResult struct {
 
 type gateResult struct {
 	// Reason is Allowed, the first reason holding a restart back (in the
-	// manager's order: suspend, settle, schedule, minInterval, halt, GitOps,
-	// budget), or
+	// manager's order: suspend, settle, schedule, minInterval, halt, waves,
+	// GitOps, budget), or
 	// "Unknown" when only the manager can tell (the GitOps stage).
 	Reason string `json:"reason"`
 	// Stage is the gate that holds the restart back; empty when allowed.
@@ -91,6 +91,7 @@ type gateResult struct {
 	GitOps      gitOpsResult      `json:"gitOps"`
 	MinInterval minIntervalResult `json:"minInterval"`
 	Halt        stageResult       `json:"halt"`
+	Waves       stageResult       `json:"waves"`
 	Budget      stageResult       `json:"budget"`
 	DryRun      bool              `json:"dryRun"`
 }
@@ -251,6 +252,15 @@ func recordedBudget(kr *kickv1alpha1.KickRequest) *assess.Budget {
 	return &assess.Budget{Message: strings.TrimPrefix(kr.Status.Gate.Message, "waiting for a restart slot: ")}
 }
 
+// recordedWave is the wave stage's answer the manager recorded on the open
+// request; nil when the request does not wait for an earlier wave.
+func recordedWave(kr *kickv1alpha1.KickRequest) *kickv1alpha1.GateStatus {
+	if kr == nil || kr.Status.Phase.IsTerminal() || kr.Status.Gate == nil || kr.Status.Gate.Stage != string(assess.StageWave) {
+		return nil
+	}
+	return kr.Status.Gate
+}
+
 // gitOpsOnlyReason reports whether only the GitOps stage gives a reason:
 // a status written before the gate recorded its stage is read by reason.
 func gitOpsOnlyReason(r kickv1alpha1.GateReason) bool {
@@ -347,6 +357,17 @@ func describeGate(g assess.Gate, p *kickv1alpha1.KickPolicy, recorded *gitops.De
 	}
 	if s, ok := g.StageResult(assess.StageHalt); ok {
 		out.Halt = stageResult{Open: s.Open, Reason: blocking(s), Message: s.Message}
+	}
+	if s, ok := g.StageResult(assess.StageWave); ok {
+		out.Waves = stageResult{Open: s.Open, Reason: blocking(s), Message: s.Message, Next: optTime(s.Next)}
+		if s.Unknown {
+			// The earlier waves' rollouts are the manager's to read: show
+			// what it recorded, if it holds this request there.
+			out.Waves.Reason, out.Waves.Message = gateUnknown, "decided by the manager from its caches"
+			if rg := recordedWave(kr); rg != nil {
+				out.Waves.Reason, out.Waves.Message = string(rg.Reason), "at the manager's last evaluation: "+rg.Message
+			}
+		}
 	}
 	if s, ok := g.StageResult(assess.StageBudget); ok {
 		out.Budget = stageResult{Open: s.Open, Reason: blocking(s), Message: s.Message}

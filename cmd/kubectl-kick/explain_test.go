@@ -438,14 +438,14 @@ func TestExplainShowsSettleHaltAndBudget(t *testing.T) {
 	s.policies[0].Spec.Restart = &kickv1alpha1.RestartSpec{MaxConcurrent: ptr.To(intstr.FromInt32(5))}
 	out := explainText(t, analyze(s.facts()))
 	for _, want := range []string{
-		"settle:", "halt:         open: no failed restart halts",
+		"settle:", "halt:         open: no failed restart halts", "waves:        open: no restart waves",
 		"budget:       open: restart.maxConcurrent 5: the manager counts",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	order := []string{"suspend:", "settle:", "schedule:", "minInterval:", "halt:", "gitOps:", "budget:"}
+	order := []string{"suspend:", "settle:", "schedule:", "minInterval:", "halt:", "waves:", "gitOps:", "budget:"}
 	last := -1
 	for _, label := range order {
 		at := strings.Index(out, "  "+label)
@@ -479,5 +479,28 @@ func TestExplainShowsSettleHaltAndBudget(t *testing.T) {
 	}
 	if out := explainText(t, e); !strings.Contains(out, "budget:       closed: waiting for RestartBudget (waiting for a restart slot: 5 of 5 restarts of KickPolicy web-only in progress (restart.maxConcurrent); 37 waiting)") {
 		t.Errorf("the budget wait is not shown:\n%s", out)
+	}
+}
+
+// A workload behind an earlier wave: explain cannot read the earlier
+// waves' rollouts itself, says so, and shows the wait the manager recorded.
+func TestExplainShowsTheWave(t *testing.T) {
+	s := newScene()
+	s.relevantChange(t0.Add(time.Minute))
+	s.policies[0].Spec.Restart = &kickv1alpha1.RestartSpec{Waves: []kickv1alpha1.RestartWave{
+		{Name: "canary", Selector: metav1.LabelSelector{MatchLabels: map[string]string{"tier": "canary"}}}}}
+	out := explainText(t, analyze(s.facts()))
+	if want := `waves:        closed: waiting for Unknown (decided by the manager from its caches)`; !strings.Contains(out, want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+	kr := kickv1alpha1.KickRequest{ObjectMeta: metav1.ObjectMeta{Name: "deployment-web", CreationTimestamp: metav1.NewTime(t0)}}
+	kr.Spec.TargetRef = kickv1alpha1.TargetRef{Kind: kickv1alpha1.TargetDeployment, Name: "web"}
+	kr.Status.Phase = kickv1alpha1.PhaseWaitingForGate
+	kr.Status.Gate = &kickv1alpha1.GateStatus{Reason: kickv1alpha1.GateEarlierWave, Stage: string(assess.StageWave),
+		Message: `the workloads no wave selects (2 of 2) waits for wave "canary" (1 of 2) to roll out the change of Secret/db: 1 of 1 workloads are still rolling out (Deployment shop/web-canary)`}
+	s.requests = []kickv1alpha1.KickRequest{kr}
+	out = explainText(t, analyze(s.facts()))
+	if want := `waves:        closed: waiting for EarlierWave (at the manager's last evaluation: the workloads no wave selects (2 of 2) waits for wave "canary"`; !strings.Contains(out, want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
 	}
 }

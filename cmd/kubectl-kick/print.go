@@ -66,6 +66,7 @@ func printExplanation(out io.Writer, e *explanation) {
 		sub("schedule", "%s", scheduleText(g.Schedule))
 		sub("minInterval", "%s", minIntervalText(g.MinInterval))
 		sub("halt", "%s", stageText(g.Halt))
+		sub("waves", "%s", stageText(g.Waves))
 		sub("gitOps", "%s", gitOpsText(g.GitOps))
 		sub("budget", "%s", stageText(g.Budget))
 		if g.DryRun {

@@ -17,6 +17,11 @@ import (
 // restarts mid-fan-out rebuilds the same groups. restart/request.FanOuts implements it.
 type FanOutSource interface {
 	Members(ctx context.Context, namespace string) ([]rollup.Member, error)
+	// Consumers lists the workloads of namespace that read source and that a KickPolicy
+	// selects, with their labels (for the policy's workload selector) and whether their running
+	// pods carry the change at changedAt. It reads the cache: one indexed list per workload kind
+	// and one look per consumer.
+	Consumers(ctx context.Context, namespace string, source rollup.Source, changedAt time.Time) ([]rollup.Consumer, error)
 }
 
 // Defaults of the roll-up options.
@@ -104,7 +109,8 @@ func (d *dispatcher) rollUpOnce(ctx context.Context, st *policyState, rs *rollSt
 		}
 		return next
 	}
-	groups := rollup.Build(selected(members, sel.match.selector))
+	members = selected(members, sel.match.selector)
+	groups := rollup.Build(members)
 
 	st.mu.Lock()
 	from := rs.from
@@ -125,6 +131,12 @@ func (d *dispatcher) rollUpOnce(ctx context.Context, st *policyState, rs *rollSt
 			continue
 		}
 		at, isDue := rollup.Due(g, sel.rollUp.maxWait, now)
+		if isDue {
+			// Only a group that would be due needs its consumers still to restart: they keep
+			// it open, or are counted when maxWait sends it.
+			g = d.withPending(ctx, st, sel.match.selector, g, members)
+			at, isDue = rollup.Due(g, sel.rollUp.maxWait, now)
+		}
 		switch {
 		case isDue && at.Before(from):
 			rs.sent[g.Key] = true // handled before this manager, or before the policy existed
@@ -162,6 +174,26 @@ func (d *dispatcher) rollUpOnce(ctx context.Context, st *policyState, rs *rollSt
 	}
 	d.setHolds(st, rs, holds)
 	return next
+}
+
+// withPending counts in g the consumers of its source that the policy selects and KICK has not
+// restarted for its change yet (rollup.WithPending). When the cache cannot be read, g is
+// returned as its requests alone make it.
+func (d *dispatcher) withPending(ctx context.Context, st *policyState, sel labels.Selector, g rollup.Group, members []rollup.Member) rollup.Group {
+	found, err := d.opts.FanOuts.Consumers(ctx, g.Namespace, g.Source, g.ChangedAt)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.log.Error(err, "reading the consumers of a fan-out's source", "namespace", g.Namespace, "policy", st.key.Name, "source", g.Source.String())
+		}
+		return g
+	}
+	consumers := make([]rollup.Consumer, 0, len(found))
+	for _, c := range found {
+		if sel != nil && sel.Matches(labels.Set(c.Labels)) {
+			consumers = append(consumers, c)
+		}
+	}
+	return rollup.WithPending(g, members, consumers)
 }
 
 // selected keeps the members whose target the policy's selector matches.
@@ -212,7 +244,7 @@ func summaryOf(st *policyState, g rollup.Group, at time.Time) format.Summary {
 		Succeeded:      g.Succeeded,
 		Failed:         g.Failed,
 		Held:           g.Held,
-		Waiting:        g.Waiting,
+		Waiting:        g.Waiting + g.Pending, // consumers still to restart wait their turn
 		InProgress:     g.InProgress,
 		Waves:          g.Waves,
 		LastCompletion: g.LastCompletion,

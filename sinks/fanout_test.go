@@ -20,9 +20,28 @@ import (
 
 // fakeFanOuts stands in for the cache of KickRequests: the grouping it feeds is what is tested.
 type fakeFanOuts struct {
-	mu      sync.Mutex
-	members []rollup.Member
-	calls   int
+	mu        sync.Mutex
+	members   []rollup.Member
+	consumers map[rollup.Source][]rollup.Consumer
+	calls     int
+}
+
+func (f *fakeFanOuts) Consumers(_ context.Context, namespace string, src rollup.Source, _ time.Time) ([]rollup.Consumer, error) {
+	if namespace != testNS {
+		return nil, errors.New("wrong namespace " + namespace)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]rollup.Consumer(nil), f.consumers[src]...), nil
+}
+
+func (f *fakeFanOuts) setConsumers(src rollup.Source, cs ...rollup.Consumer) {
+	f.mu.Lock()
+	if f.consumers == nil {
+		f.consumers = map[rollup.Source][]rollup.Consumer{}
+	}
+	f.consumers[src] = cs
+	f.mu.Unlock()
 }
 
 func (f *fakeFanOuts) Members(_ context.Context, namespace string) ([]rollup.Member, error) {
@@ -345,5 +364,75 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestRollUpWaitsForConsumersStillToRestart: without a restart budget a consumer gets its
+// request only as KICK restarts it, so the finished requests of a fan-out are not all of it.
+// A selected consumer that does not run the change and has no request for it keeps the
+// summary back; once it restarted, the summary counts it. One that never restarts is counted
+// as waiting in the maxWait summary. Consumers the policy's selector does not match count
+// nowhere.
+func TestRollUpWaitsForConsumersStillToRestart(t *testing.T) {
+	rc := newReceiver(t, status(http.StatusOK))
+	p := rollUpPolicy(rc.URL, kickv1alpha1.RollUpOnly)
+	p.Spec.WorkloadSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "web"}}
+	src := &fakeFanOuts{}
+	d, st, rs := rollUpDispatcher(t, src, p)
+	web, db := map[string]string{"tier": "web"}, map[string]string{"tier": "db"}
+	ctx := context.Background()
+
+	a := time.Now().Add(time.Second)
+	done := a.Add(time.Minute).Truncate(time.Second)
+	req := func(target string, o rollup.Outcome, completed time.Time) rollup.Member {
+		m := member(webTLS, a, o, completed, web)
+		m.Target = target
+		return m
+	}
+	src.set(req("Deployment/a", rollup.Succeeded, done), req("Deployment/b", rollup.Succeeded, done))
+	src.setConsumers(webTLS,
+		rollup.Consumer{Target: "Deployment/a", Carries: true, Labels: web},
+		rollup.Consumer{Target: "Deployment/b", Carries: true, Labels: web},
+		rollup.Consumer{Target: "Deployment/c", Labels: web}, // still to restart
+		rollup.Consumer{Target: "Deployment/x", Labels: db},  // not the policy's
+	)
+	d.rollUpOnce(ctx, st, rs, done.Add(rollup.Settle))
+	if n := len(rc.seen()); n != 0 {
+		t.Fatalf("%d summaries while Deployment/c is still to restart", n)
+	}
+
+	// c restarts: its request appears and finishes; the summary counts all three.
+	doneC := done.Add(30 * time.Second)
+	src.set(req("Deployment/a", rollup.Succeeded, done), req("Deployment/b", rollup.Succeeded, done), req("Deployment/c", rollup.Succeeded, doneC))
+	src.setConsumers(webTLS,
+		rollup.Consumer{Target: "Deployment/a", Carries: true, Labels: web},
+		rollup.Consumer{Target: "Deployment/b", Carries: true, Labels: web},
+		rollup.Consumer{Target: "Deployment/c", Carries: true, Labels: web},
+		rollup.Consumer{Target: "Deployment/x", Labels: db},
+	)
+	d.rollUpOnce(ctx, st, rs, doneC.Add(rollup.Settle))
+	got := summaries(t, rc)
+	if len(got) != 1 || got[0].Workloads != 3 || got[0].Succeeded != 3 || !got[0].Finished {
+		t.Fatalf("summaries %+v, want one counting 3 succeeded", got)
+	}
+
+	// Another change whose last consumer never restarts: maxWait sends it, counting it waiting.
+	b := a.Add(time.Hour)
+	doneB := b.Add(time.Minute).Truncate(time.Second)
+	m := member(dbPass, b, rollup.Succeeded, doneB, web)
+	m.Target = "Deployment/a"
+	src.set(m)
+	src.setConsumers(dbPass, rollup.Consumer{Target: "Deployment/a", Carries: true, Labels: web}, rollup.Consumer{Target: "Deployment/c", Labels: web})
+	d.rollUpOnce(ctx, st, rs, doneB.Add(rollup.Settle))
+	if n := len(rc.seen()); n != 1 {
+		t.Fatalf("%d summaries before the second change's maxWait, want 1", n)
+	}
+	d.rollUpOnce(ctx, st, rs, b.Add(15*time.Minute))
+	got = summaries(t, rc)
+	if len(got) != 2 {
+		t.Fatalf("%d summaries, want 2", len(got))
+	}
+	if g := got[1]; g.Source.Name != "db" || g.Finished || g.Workloads != 2 || g.Succeeded != 1 || g.Waiting != 1 || g.Open != 1 {
+		t.Errorf("maxWait summary: %+v", g)
 	}
 }

@@ -92,7 +92,8 @@ const DefaultRollUpMaxWait = 15 * time.Minute
 // RollUpSpec asks for one summary per change of a source (Alertmanager-style
 // grouping). The summary covers the KickRequests of the policy's namespace
 // whose target matches spec.workloadSelector and that restart, or wait to
-// restart, for that change.
+// restart, for that change, and the consumers of the source it matches that
+// KICK has still to restart and has written no request for yet.
 type RollUpSpec struct {
 	// Mode is Also (default: summaries besides the per-request
 	// notifications) or Only (summaries instead of the per-request phase

@@ -19,8 +19,10 @@ import (
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/integration/cluster"
+	"github.com/kick-operator/kick/restart/discovery"
 	"github.com/kick-operator/kick/restart/observe"
 	"github.com/kick-operator/kick/restart/request"
+	"github.com/kick-operator/kick/restart/workload"
 	"github.com/kick-operator/kick/router"
 	"github.com/kick-operator/kick/sinks"
 	"github.com/kick-operator/kick/sinks/format"
@@ -255,6 +257,14 @@ func runRollUpManager(t *testing.T, env *cluster.Env, ns string) func() {
 		o.Logger = funcr.New(func(prefix, args string) { logs.WriteString(prefix + " " + args + "\n") }, funcr.Options{})
 		o.Cache.ByObject = observe.NewCacheOptions()
 	})
+	// The indexes kick-manager registers: the consumers of a source, and a Deployment's
+	// ReplicaSets (how FanOuts finds the consumers still to restart).
+	if err := discovery.RegisterIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		t.Fatal(err)
+	}
+	if err := workload.RegisterIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		t.Fatal(err)
+	}
 	rt := router.New(router.Options{Registerer: prometheus.NewRegistry()})
 	opts := sinks.Options{
 		Router: rt, Registerer: prometheus.NewRegistry(), StatusInterval: 300 * time.Millisecond,

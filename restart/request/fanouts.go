@@ -2,11 +2,18 @@ package request
 
 import (
 	"context"
+	"fmt"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/assess"
+	"github.com/kick-operator/kick/restart/discovery"
+	"github.com/kick-operator/kick/restart/freshness"
+	"github.com/kick-operator/kick/restart/policy"
 	"github.com/kick-operator/kick/restart/workload"
 	"github.com/kick-operator/kick/sinks/rollup"
 )
@@ -41,6 +48,7 @@ func (f *FanOuts) Members(ctx context.Context, namespace string) ([]rollup.Membe
 	for i := range list.Items {
 		kr := &list.Items[i]
 		m := memberOf(kr)
+		m.Target = string(kr.Spec.TargetRef.Kind) + "/" + kr.Spec.TargetRef.Name
 		m.TargetLabels = labels[string(kr.Spec.TargetRef.Kind)+"/"+kr.Spec.TargetRef.Name]
 		m.Wave = waveOf(policies[kr.Status.PolicyRef], m.TargetLabels)
 		out = append(out, m)
@@ -122,4 +130,89 @@ func memberOf(kr *kickv1alpha1.KickRequest) rollup.Member {
 		m.Outcome = rollup.Waiting
 	}
 	return m
+}
+
+// Consumers lists the workloads of namespace that read source and that a
+// KickPolicy selects with the source in its scope (the consumers KICK
+// restarts for a change of it), and whether the running pods of each carry
+// the change at changedAt, as the halt counts the restarts it holds. It
+// reads the cache only: the namespace's KickPolicies, one indexed list per
+// workload kind, one look at each consumer's rollout and, only when a
+// selecting policy has a dependencySelector, the source's metadata.
+func (f *FanOuts) Consumers(ctx context.Context, namespace string, source rollup.Source, changedAt time.Time) ([]rollup.Consumer, error) {
+	var policies kickv1alpha1.KickPolicyList
+	if err := f.Client.List(ctx, &policies, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("list the KickPolicies of namespace %s: %w", namespace, err)
+	}
+	if len(policies.Items) == 0 {
+		return nil, nil
+	}
+	kinds := f.Kinds
+	if kinds == nil {
+		kinds = workload.Builtin()
+	}
+	scope := sourceScope{c: f.Client, namespace: namespace, source: source}
+	change := freshness.At(changedAt)
+	var out []rollup.Consumer
+	for _, list := range kinds.Lists() {
+		if err := f.Client.List(ctx, list, client.InNamespace(namespace),
+			client.MatchingFields{discovery.SourceIndex: discovery.IndexKey(source.Kind, source.Name)}); err != nil {
+			return nil, fmt.Errorf("list the consumers of %s %s/%s: %w", source.Kind, namespace, source.Name, err)
+		}
+		for _, w := range workload.Items(list) {
+			if !w.GetDeletionTimestamp().IsZero() {
+				continue
+			}
+			sel := selectPolicy(policies.Items, w)
+			if sel.Policy == nil && sel.Reason != kickv1alpha1.GateAmbiguousPolicy {
+				continue // not KICK's to restart
+			}
+			if sel.Policy != nil {
+				in, err := scope.covers(ctx, sel.Policy)
+				if err != nil {
+					return nil, err
+				}
+				if !in {
+					continue
+				}
+			}
+			r, err := kinds.Inspect(ctx, f.Client, w)
+			out = append(out, rollup.Consumer{
+				Target:  string(workload.KindOf(w)) + "/" + w.GetName(),
+				Carries: err == nil && !freshness.Newer(change, r.Since),
+				Labels:  w.GetLabels(),
+			})
+		}
+	}
+	return out, nil
+}
+
+// sourceScope tells whether a policy's dependencySelector covers a source,
+// reading the source's labels from the cache at most once.
+type sourceScope struct {
+	c         client.Reader
+	namespace string
+	source    rollup.Source
+	read      bool
+	labels    map[string]string
+	gone      bool
+}
+
+func (s *sourceScope) covers(ctx context.Context, p *kickv1alpha1.KickPolicy) (bool, error) {
+	if d := p.Spec.Discovery; d == nil || d.DependencySelector == nil ||
+		(len(d.DependencySelector.MatchLabels) == 0 && len(d.DependencySelector.MatchExpressions) == 0) {
+		return true, nil // every source is in scope
+	}
+	if !s.read {
+		src := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: discovery.CoreAPIVersion, Kind: s.source.Kind}}
+		err := s.c.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: s.source.Name}, src)
+		switch {
+		case apierrors.IsNotFound(err):
+			s.gone = true
+		case err != nil:
+			return false, fmt.Errorf("read %s %s/%s: %w", s.source.Kind, s.namespace, s.source.Name, err)
+		}
+		s.read, s.labels = true, src.GetLabels()
+	}
+	return !s.gone && policy.DependencyInScope(p, s.labels), nil
 }

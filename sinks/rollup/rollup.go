@@ -47,6 +47,8 @@ type Key struct {
 // request's status and leaves out requests whose target the policy does not select.
 type Member struct {
 	Namespace string
+	// Target names the request's workload, "Kind/name" (as Consumer.Target).
+	Target string
 	// RestartedFor is the change the request's last restart answered (status.restartedFor);
 	// zero Source when none is recorded.
 	RestartedFor Source
@@ -67,6 +69,10 @@ type Group struct {
 	Key
 	Workloads                                    int
 	Succeeded, Failed, Held, Waiting, InProgress int
+	// Pending counts the consumers of the source that KICK restarts, that have no request
+	// answering the change yet and whose running pods do not carry it (see WithPending).
+	// Workloads includes them.
+	Pending int
 	// Waves counts the distinct waves among the members (0 without waves).
 	Waves int
 	// LastCompletion is the newest completion time among the finished members.
@@ -74,7 +80,7 @@ type Group struct {
 }
 
 // Open counts the members that have not finished.
-func (g Group) Open() int { return g.Held + g.Waiting + g.InProgress }
+func (g Group) Open() int { return g.Held + g.Waiting + g.InProgress + g.Pending }
 
 // Build groups members into fan-outs, newest change first (then by namespace and source). A request belongs to the change its
 // last restart answered, unless it is open and saw a newer change since: then it belongs to the
@@ -85,7 +91,7 @@ func Build(members []Member) []Group {
 	waves := map[Key]map[int]bool{}
 	var later []Member
 	for _, m := range members {
-		if m.RestartedFor.Kind == "" || (m.Outcome.Open() && m.Observed.After(m.RestartedAt.Truncate(time.Microsecond))) {
+		if !settled(m) {
 			later = append(later, m)
 			continue
 		}
@@ -119,6 +125,55 @@ func Build(members []Member) []Group {
 		return compare(a.Source.Name, b.Source.Name)
 	})
 	return out
+}
+
+// settled reports whether m belongs to the fan-out of the change its last restart answered: it
+// recorded one and is not open for a newer change.
+func settled(m Member) bool {
+	return m.RestartedFor.Kind != "" && !(m.Outcome.Open() && m.Observed.After(m.RestartedAt.Truncate(time.Microsecond)))
+}
+
+// Consumer is a workload of the fan-out's namespace that reads its source and that a KickPolicy
+// selects (KICK restarts it for the change), as the caller read it.
+type Consumer struct {
+	Target string // "Kind/name"
+	// Carries reports whether its running pods started after the change, so they read it.
+	Carries bool
+	// Labels are the workload's labels, for the policy's workload selector.
+	Labels map[string]string
+}
+
+// WithPending returns g with the consumers of its source that KICK has not restarted for its
+// change yet counted as Pending (and in Workloads): those whose running pods do not carry the
+// change and that no request answers it for (no request of members restarted for the change or
+// waits to). Without a restart budget KICK writes a request only as it restarts the workload,
+// so these are the restarts still to come; they keep the fan-out open. A consumer that carries
+// the change without such a request (it started after the change by other means) is no restart
+// of the fan-out and is not counted. members are those Build grouped.
+func WithPending(g Group, members []Member, consumers []Consumer) Group {
+	answered := make(map[string]bool, len(members))
+	for _, m := range members {
+		if m.Namespace == g.Namespace && m.Target != "" && answers(m, g.Key) {
+			answered[m.Target] = true
+		}
+	}
+	for _, c := range consumers {
+		if !c.Carries && !answered[c.Target] {
+			answered[c.Target] = true // a consumer listed twice counts once
+			g.Pending++
+			g.Workloads++
+		}
+	}
+	return g
+}
+
+// answers reports whether m's request restarted for the change of k or, open, waits to restart
+// for a change at k's time.
+func answers(m Member, k Key) bool {
+	if m.RestartedFor == k.Source && m.RestartedAt.Equal(k.ChangedAt) {
+		return true
+	}
+	return m.Outcome.Open() && !m.Observed.IsZero() && m.Observed.Equal(k.ChangedAt.Truncate(time.Microsecond))
 }
 
 func compare(a, b string) int {
@@ -178,8 +233,9 @@ func add(groups map[Key]*Group, waves map[Key]map[int]bool, k Key, m Member) {
 }
 
 // Settle is how long a fan-out whose requests have all finished stays quiet before its summary
-// is due: without a restart budget KICK writes a request only when it restarts the workload,
-// so the first restarts of a large fan-out can finish before the last requests exist.
+// is due. The consumers still to restart count as Pending (WithPending); a consumer KICK has
+// just patched already carries the change in the cache a moment before its request shows
+// there, and Settle covers that gap.
 const Settle = 10 * time.Second
 
 // Due reports whether the summary of g is due at now, with maxWait, and the summary's time:

@@ -164,3 +164,63 @@ func TestDue(t *testing.T) {
 		}
 	}
 }
+
+// TestPendingConsumersKeepTheFanOutOpen: without a restart budget KICK writes a request only as
+// it restarts the workload, so a fan-out whose first requests all finished may still have
+// consumers to restart. Those that carry no request for the change and do not run it yet keep
+// the summary from being due and are counted when maxWait sends it; a consumer that already
+// runs the change without a request is no restart of the fan-out; a consumer whose request
+// answers the change is counted once, by its request.
+func TestPendingConsumersKeepTheFanOutOpen(t *testing.T) {
+	last := change.Add(time.Minute)
+	a := restarted(tls, change, Succeeded, last)
+	a.Target = "Deployment/a"
+	b := restarted(tls, change, Succeeded, last)
+	b.Target = "Deployment/b"
+	// c's request answered an earlier change of the Secret: not this fan-out's.
+	c := restarted(tls, change.Add(-time.Hour), Succeeded, change.Add(-50*time.Minute))
+	c.Target = "Deployment/c"
+	members := []Member{a, b, c}
+	groups := Build(members)
+	if len(groups) != 2 || !groups[0].ChangedAt.Equal(change) {
+		t.Fatalf("Build = %+v", groups)
+	}
+	consumers := []Consumer{
+		{Target: "Deployment/a", Carries: true},
+		{Target: "Deployment/b", Carries: false}, // the cache may lag; its request counts
+		{Target: "Deployment/c", Carries: false}, // still to restart
+		{Target: "Deployment/d", Carries: false}, // still to restart, no request at all
+		{Target: "Deployment/e", Carries: true},  // started after the change by other means
+	}
+	g := WithPending(groups[0], members, consumers)
+	if g.Pending != 2 || g.Workloads != 4 || g.Succeeded != 2 || g.Open() != 2 {
+		t.Fatalf("WithPending = %+v, want 2 pending of 4 workloads", g)
+	}
+	settled := last.Add(Settle)
+	if at, due := Due(g, maxWait, settled); due {
+		t.Fatalf("a fan-out with consumers still to restart is due at %v", at)
+	}
+	if next := NextCheck(g, maxWait); !next.Equal(change.Add(maxWait)) {
+		t.Errorf("NextCheck = %v, want maxWait after the change", next)
+	}
+	if at, due := Due(g, maxWait, change.Add(maxWait)); !due || !at.Equal(change.Add(maxWait)) {
+		t.Errorf("at maxWait: Due = %v, %v; want due at maxWait", at, due)
+	}
+	// Once every consumer carries the change (or has a request), the fan-out closes as before.
+	for i := range consumers {
+		consumers[i].Carries = true
+	}
+	g = WithPending(groups[0], members, consumers)
+	if at, due := Due(g, maxWait, settled); !due || !at.Equal(last) || g.Workloads != 2 {
+		t.Errorf("all consumers carry the change: Due = %v, %v with %+v; want due at the last completion", at, due, g)
+	}
+	// An open request waiting to restart for the change answers it.
+	w := waiting(change, Waiting)
+	w.Target = "Deployment/d"
+	members = append(members, w)
+	consumers[3].Carries = false
+	g = WithPending(Build(members)[0], members, consumers)
+	if g.Pending != 0 || g.Waiting != 1 || g.Workloads != 3 {
+		t.Errorf("a consumer whose request waits for the change: %+v, want it counted once, as waiting", g)
+	}
+}

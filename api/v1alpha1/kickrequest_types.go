@@ -243,6 +243,13 @@ type KickRequestStatus struct {
 	// +optional
 	RestartCount int32 `json:"restartCount,omitempty"`
 
+	// Reason says in one word why the request is in its phase (the REASON
+	// column of kubectl get): the gate reason that holds it back while it
+	// waits, why its rollout is not complete while it executes, and its
+	// outcome (the Completed condition's reason) once it has finished.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+
 	// Conditions record the gate, freshness and rollout decisions.
 	// +optional
 	// +listType=map
@@ -260,7 +267,7 @@ type KickRequestStatus struct {
 // +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.targetRef.kind`
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.targetRef.name`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
-// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.gate.reason`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type KickRequest struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -285,4 +292,32 @@ type KickRequestList struct {
 
 func init() {
 	register(&KickRequest{}, &KickRequestList{})
+}
+
+// PhaseReason is the Reason the status should carry for its phase (see
+// KickRequestStatus.Reason).
+func (s *KickRequestStatus) PhaseReason() string {
+	condition := func(typ string) *metav1.Condition {
+		for i := range s.Conditions {
+			if s.Conditions[i].Type == typ {
+				return &s.Conditions[i]
+			}
+		}
+		return nil
+	}
+	switch {
+	case s.Phase.IsTerminal():
+		if c := condition(ConditionCompleted); c != nil {
+			return c.Reason
+		}
+	case s.Phase == PhaseExecuting || s.Phase == PhaseWaitingForRollout:
+		if c := condition(ConditionRolloutComplete); c != nil && c.Status == metav1.ConditionFalse {
+			return c.Reason
+		}
+	case s.Phase.IsWaiting():
+		if s.Gate != nil {
+			return string(s.Gate.Reason)
+		}
+	}
+	return ""
 }

@@ -16,7 +16,11 @@ limitations under the License.
 
 package v1alpha1
 
-import "testing"
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 func TestPhaseIsTerminal(t *testing.T) {
 	terminal := map[KickRequestPhase]bool{
@@ -73,6 +77,27 @@ func TestGateReasonWaitingPhase(t *testing.T) {
 		}
 		if r.Blocks() != (r != GateAllowed) {
 			t.Errorf("%s.Blocks() = %v", r, r.Blocks())
+		}
+	}
+}
+
+// The REASON column never contradicts the phase: a finished request shows
+// its outcome, not the gate that held it back before.
+func TestPhaseReason(t *testing.T) {
+	gate := &GateStatus{Reason: GateMinIntervalNotElapsed}
+	completed := []metav1.Condition{{Type: ConditionCompleted, Status: metav1.ConditionTrue, Reason: ReasonRestartCompleted}}
+	rolling := []metav1.Condition{{Type: ConditionRolloutComplete, Status: metav1.ConditionFalse, Reason: "RolloutInProgress"}}
+	for _, tc := range []struct {
+		status KickRequestStatus
+		want   string
+	}{
+		{KickRequestStatus{Phase: PhaseSucceeded, Gate: gate, Conditions: completed}, ReasonRestartCompleted},
+		{KickRequestStatus{Phase: PhaseWaitingForGate, Gate: gate, Conditions: completed}, string(GateMinIntervalNotElapsed)},
+		{KickRequestStatus{Phase: PhaseExecuting, Gate: gate, Conditions: rolling}, "RolloutInProgress"},
+		{KickRequestStatus{Phase: PhasePending, Gate: gate}, ""},
+	} {
+		if got := tc.status.PhaseReason(); got != tc.want {
+			t.Errorf("phase %s: reason %q, want %q", tc.status.Phase, got, tc.want)
 		}
 	}
 }

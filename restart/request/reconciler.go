@@ -181,6 +181,7 @@ func (r *Reconciler) putOff(key types.NamespacedName, putOff bool) (burst bool) 
 }
 
 func (r *Reconciler) writeStatus(ctx context.Context, orig, kr *kickv1alpha1.KickRequest) error {
+	kr.Status.Reason = kr.Status.PhaseReason()
 	if equalStatus(&orig.Status, &kr.Status) {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
@@ -114,6 +115,25 @@ type gates struct {
 
 func followGates(t *testing.T, f *fixture.F) *gates {
 	t.Helper()
+	g := &gates{seen: map[string][]string{}}
+	watchRequests(t, f, func(kr *kickv1alpha1.KickRequest) {
+		if kr.Status.Gate == nil {
+			return
+		}
+		line := string(kr.Status.Gate.Reason) + ": " + kr.Status.Gate.Message
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if s := g.seen[kr.Name]; len(s) == 0 || s[len(s)-1] != line {
+			g.seen[kr.Name] = append(s, line)
+		}
+	})
+	return g
+}
+
+// watchRequests hands each version of the namespace's KickRequests that
+// one watch shows to observe, in order, until the test ends.
+func watchRequests(t *testing.T, f *fixture.F, observe func(*kickv1alpha1.KickRequest)) {
+	t.Helper()
 	wc, err := client.NewWithWatch(f.Env.Config, client.Options{Scheme: f.Env.Scheme})
 	if err != nil {
 		t.Fatal(err)
@@ -124,23 +144,14 @@ func followGates(t *testing.T, f *fixture.F) *gates {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &gates{seen: map[string][]string{}}
 	go func() {
 		defer w.Stop()
 		for ev := range w.ResultChan() {
-			kr, ok := ev.Object.(*kickv1alpha1.KickRequest)
-			if !ok || kr.Status.Gate == nil {
-				continue
+			if kr, ok := ev.Object.(*kickv1alpha1.KickRequest); ok && ev.Type != watch.Bookmark && ev.Type != watch.Error {
+				observe(kr)
 			}
-			line := string(kr.Status.Gate.Reason) + ": " + kr.Status.Gate.Message
-			g.mu.Lock()
-			if s := g.seen[kr.Name]; len(s) == 0 || s[len(s)-1] != line {
-				g.seen[kr.Name] = append(s, line)
-			}
-			g.mu.Unlock()
 		}
 	}()
-	return g
 }
 
 // Seen returns the gates a request wrote, in order.

@@ -1,15 +1,12 @@
 package fanout
 
 import (
-	"context"
 	"reflect"
 	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/watch"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/integration/fixture"
@@ -57,27 +54,8 @@ type waitingWrites struct {
 
 func watchWaitingWrites(t *testing.T, f *fixture.F) *waitingWrites {
 	t.Helper()
-	wc, err := client.NewWithWatch(f.Env.Config, client.Options{Scheme: f.Env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	w, err := wc.Watch(ctx, &kickv1alpha1.KickRequestList{}, client.InNamespace(f.NS))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ww := &waitingWrites{last: map[string]*kickv1alpha1.KickRequest{}, waited: map[string]bool{}}
-	go func() {
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			kr, ok := ev.Object.(*kickv1alpha1.KickRequest)
-			if !ok || ev.Type == watch.Bookmark || ev.Type == watch.Error {
-				continue
-			}
-			ww.observe(kr)
-		}
-	}()
+	watchRequests(t, f, ww.observe)
 	return ww
 }
 

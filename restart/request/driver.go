@@ -192,7 +192,7 @@ func (d *Driver) ensure(ctx context.Context, k WorkloadKey, handed handoff) erro
 			return nil
 		}
 	}
-	f, err := facts(ctx, d.Client, d.Kinds, d.CSI, h, d.Now())
+	f, err := facts(ctx, d.Client, d.Kinds, d.CSI, d.mem.waveCache(), h, d.Now())
 	if err != nil {
 		return err
 	}

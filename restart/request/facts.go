@@ -32,11 +32,12 @@ func Decide(ctx context.Context, g gitops.Gate, target client.Object, f assess.F
 // of the namespace selects dependencies), and the rollout of the object the
 // handle restarts. Any read error is returned, so the caller retries rather
 // than deciding on part of the facts.
-func facts(ctx context.Context, c client.Reader, kinds *workload.Registry, csi bool, h workload.Handle, now time.Time) (assess.Facts, error) {
+func facts(ctx context.Context, c client.Reader, kinds *workload.Registry, csi bool, waves *waveCache, h workload.Handle, now time.Time) (assess.Facts, error) {
 	b, err := NewBatch(ctx, c, kinds, csi, h.Target.GetNamespace(), now)
 	if err != nil {
 		return assess.Facts{Now: now}, err
 	}
+	b.shared = waves
 	return b.Facts(ctx, h)
 }
 
@@ -54,8 +55,10 @@ type Batch struct {
 	labels   bool
 	halts    []assess.Halt
 	override *Override
-	// members are the wave members read, by policy and source.
+	// members are the wave members read, by policy and source; shared,
+	// when set, keeps them across batches for a moment.
 	members map[string][]assess.WaveMember
+	shared  *waveCache
 }
 
 // Override is a source's facts as they will be once a write is stored.

@@ -31,6 +31,17 @@ type memory struct {
 	young map[types.NamespacedName]bool
 	// halts are halts the cache may not show yet.
 	halts haltMemory
+	// waves are the wave members read lately, shared by the looks of a
+	// fan-out's waiting requests.
+	waves waveCache
+}
+
+// waveCache is the memory's cache of wave members; nil without a memory.
+func (m *memory) waveCache() *waveCache {
+	if m == nil {
+		return nil
+	}
+	return &m.waves
 }
 
 func newMemory() *memory {

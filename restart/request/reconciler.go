@@ -331,7 +331,7 @@ func (s *step) readTarget(ctx context.Context) (reason, message string, err erro
 // assess gathers the facts from the cache, asks the GitOps provider when a
 // policy selects the target, and assesses.
 func (s *step) assess(ctx context.Context) error {
-	f, err := facts(ctx, s.r.Client, s.r.Kinds, s.r.CSI, s.handle, s.now)
+	f, err := facts(ctx, s.r.Client, s.r.Kinds, s.r.CSI, s.r.mem.waveCache(), s.handle, s.now)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package request
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -53,17 +54,76 @@ func (b *Batch) waves(ctx context.Context, f *assess.Facts) error {
 	return nil
 }
 
+// waveCache keeps the wave members of a policy's source for waveCacheTTL,
+// so the hundreds of requests a wave holds, each looking every wavePoll,
+// read the earlier waves once between them instead of once each. It holds
+// at most waveCacheMax sources; past that, reads are not kept.
+type waveCache struct {
+	mu      sync.Mutex
+	entries map[string]waveEntry
+}
+
+type waveEntry struct {
+	members []assess.WaveMember
+	at      time.Time
+}
+
+const (
+	waveCacheTTL = 2 * time.Second
+	waveCacheMax = 4096
+)
+
+func (c *waveCache) get(key string, now time.Time) ([]assess.WaveMember, bool) {
+	if c == nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[key]
+	if !ok || now.Sub(e.at) > waveCacheTTL || now.Before(e.at) {
+		return nil, false
+	}
+	return e.members, true
+}
+
+func (c *waveCache) put(key string, members []assess.WaveMember, now time.Time) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[string]waveEntry{}
+	}
+	if len(c.entries) >= waveCacheMax {
+		for k, e := range c.entries {
+			if now.Sub(e.at) > waveCacheTTL {
+				delete(c.entries, k)
+			}
+		}
+		if len(c.entries) >= waveCacheMax {
+			return
+		}
+	}
+	c.entries[key] = waveEntry{members: members, at: now}
+}
+
 // waveMembers lists the consumers of a source in the policy's waves before
-// wave, the target left out. The batch reads each source's consumers once:
-// the preflight assesses every consumer of the source being written.
+// wave, the target left out. The batch reads each source's consumers once
+// (the preflight assesses every consumer of the source being written), and
+// shares them for waveCacheTTL through the manager's memory.
 func (b *Batch) waveMembers(ctx context.Context, p *kickv1alpha1.KickPolicy, wave int, target assess.Target, kind, name string) ([]assess.WaveMember, error) {
-	key := p.Name + "\x00" + kind + "/" + name
+	key := target.Namespace + "/" + p.Name + "\x00" + kind + "/" + name
 	all, read := b.members[key]
+	if !read {
+		all, read = b.shared.get(key, b.now)
+	}
 	if !read {
 		var err error
 		if all, err = b.readWaveMembers(ctx, p, target.Namespace, kind, name); err != nil {
 			return nil, err
 		}
+		b.shared.put(key, all, b.now)
 		if b.members == nil {
 			b.members = map[string][]assess.WaveMember{}
 		}

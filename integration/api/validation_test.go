@@ -114,6 +114,10 @@ func TestKickPolicyValidation(t *testing.T) {
 		{"maxConcurrent zero", `spec: {restart: {maxConcurrent: 0}}`, "maxConcurrent must be an integer of at least 1 or a percentage"},
 		{"maxConcurrent over 100%", `spec: {restart: {maxConcurrent: "150%"}}`, "maxConcurrent must be an integer of at least 1 or a percentage"},
 		{"maxConcurrent in words", `spec: {restart: {maxConcurrent: "five"}}`, "maxConcurrent must be an integer of at least 1 or a percentage"},
+		{"two waves of one name", `spec: {restart: {waves: [{name: canary, selector: {}}, {name: canary, selector: {}}]}}`, "Duplicate value"},
+		{"wave name with capitals", `spec: {restart: {waves: [{name: Canary, selector: {}}]}}`, "spec.restart.waves[0].name in body should match"},
+		{"bake in days", `spec: {restart: {waves: [{name: canary, selector: {}, bake: 1d}]}}`, "bake must be a non-negative Go duration"},
+		{"eleven waves", `spec: {restart: {waves: [` + waves(11) + `]}}`, "must have at most 10 items"},
 	})
 }
 
@@ -372,4 +376,13 @@ func TestMinIntervalZeroIsKept(t *testing.T) {
 			t.Errorf("minInterval %s: effective interval %s, want none", value, d)
 		}
 	}
+}
+
+// waves returns n restart waves of distinct names, in flow style.
+func waves(n int) string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("{name: w%d, selector: {}}", i)
+	}
+	return strings.Join(out, ", ")
 }

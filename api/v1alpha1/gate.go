@@ -73,6 +73,11 @@ const (
 	// (restart.waves) and a wave before the workload's own has not yet
 	// rolled out the change, or is still baking.
 	GateEarlierWave GateReason = "EarlierWave"
+	// GateHeld: a person froze restarts with a KickHold (kubectl kick hold)
+	// naming the namespace, the workload or a source whose change the
+	// restart would bring in; the restart runs once the hold is released
+	// or expires.
+	GateHeld GateReason = "Held"
 )
 
 // WaitingReasons lists every reason that holds a restart back in a waiting
@@ -80,7 +85,7 @@ const (
 // instead), in the order the gate's stages come.
 func WaitingReasons() []GateReason {
 	return []GateReason{
-		GateSuspended, GateSettling, GateOutsideSchedule, GateConfigurationError, GateMinIntervalNotElapsed,
+		GateSuspended, GateHeld, GateSettling, GateOutsideSchedule, GateConfigurationError, GateMinIntervalNotElapsed,
 		GateRolloutHalted, GateEarlierWave, GateAmbiguousPolicy,
 		GateOwnerUnknown, GateAmbiguousOwner, GateOwnerOutOfSync, GateOwnerReconciling, GateOwnerSuspended,
 		GatePromotionRunning, GateProjectUnknown, GateProviderUnavailable,

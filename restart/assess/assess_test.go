@@ -157,6 +157,52 @@ func TestAssessDecisionTable(t *testing.T) {
 			f.Halts = []Halt{{Source: "Secret/tls", Change: t0.Add(-time.Minute)}}
 			f.Rollout.Since = t0
 		}, verdict: Stale, allowed: true},
+		{name: "a hold of the namespace", mutate: func(f *Facts) {
+			f.Holds = []Hold{{Name: "hold-namespace", Target: kickv1alpha1.HoldTarget{Kind: kickv1alpha1.HoldNamespace}, Reason: "INC-42"}}
+		}, verdict: Stale, stage: StageHold, reason: kickv1alpha1.GateHeld},
+		{name: "a hold of the workload", mutate: func(f *Facts) {
+			f.Holds = []Hold{{Name: "h", Target: kickv1alpha1.HoldTarget{Kind: kickv1alpha1.HoldDeployment, Name: "web"}, Reason: "INC-42"}}
+		}, verdict: Stale, stage: StageHold, reason: kickv1alpha1.GateHeld},
+		{name: "a hold of another workload, or of a workload of another kind", mutate: func(f *Facts) {
+			f.Holds = []Hold{{Name: "a", Target: kickv1alpha1.HoldTarget{Kind: kickv1alpha1.HoldDeployment, Name: "api"}, Reason: "x"},
+				{Name: "b", Target: kickv1alpha1.HoldTarget{Kind: kickv1alpha1.HoldStatefulSet, Name: "web"}, Reason: "x"}}
+		}, verdict: Stale, allowed: true},
+		{name: "a hold of the changed source", mutate: func(f *Facts) {
+			f.Holds = []Hold{{Name: "h", Target: kickv1alpha1.HoldTarget{Kind: kickv1alpha1.HoldSecret, Name: "db"}, Reason: "INC-42"}}
+		}, verdict: Stale, stage: StageHold, reason: kickv1alpha1.GateHeld},
+		{name: "a hold of a source the pods already carry", mutate: func(f *Facts) {
+			f.Dependencies = append(f.Dependencies, Dependency{Kind: "ConfigMap", Name: "flags", Counted: true, Record: relevant(t0.Add(-time.Minute))})
+			f.Holds = []Hold{{Name: "h", Target: kickv1alpha1.HoldTarget{Kind: kickv1alpha1.HoldConfigMap, Name: "flags"}, Reason: "x"}}
+			f.Rollout.Since = t0
+		}, verdict: Stale, allowed: true},
+		{name: "a hold of a ConfigMap of the changed Secret's name", mutate: func(f *Facts) {
+			f.Holds = []Hold{{Name: "h", Target: kickv1alpha1.HoldTarget{Kind: kickv1alpha1.HoldConfigMap, Name: "db"}, Reason: "x"}}
+		}, verdict: Stale, allowed: true},
+		{name: "an expired hold", mutate: func(f *Facts) {
+			f.Holds = []Hold{{Name: "h", Target: kickv1alpha1.HoldTarget{Kind: kickv1alpha1.HoldNamespace}, Reason: "x", ExpiresAt: t0.Add(10 * time.Minute)}}
+		}, verdict: Stale, allowed: true},
+		{name: "a hold that expires", mutate: func(f *Facts) {
+			f.Holds = []Hold{{Name: "h", Target: kickv1alpha1.HoldTarget{Kind: kickv1alpha1.HoldNamespace}, Reason: "x", ExpiresAt: t0.Add(time.Hour)}}
+		}, verdict: Stale, stage: StageHold, reason: kickv1alpha1.GateHeld, until: t0.Add(time.Hour)},
+		{name: "a hold comes before the schedule, the halt and GitOps", mutate: func(f *Facts) {
+			argo(&f.Policies[0].Spec)
+			f.GitOps = outOfSync
+			f.Halts = []Halt{{Source: "Secret/db", Change: t0.Add(time.Minute)}}
+			f.Policies[0].Spec.Schedule = &kickv1alpha1.ScheduleSpec{Windows: []kickv1alpha1.ScheduleWindow{{Type: kickv1alpha1.WindowDeny, Cron: "* * * * *", Duration: "1h"}}}
+			f.Holds = []Hold{{Name: "h", Target: kickv1alpha1.HoldTarget{Kind: kickv1alpha1.HoldSecret, Name: "db"}, Reason: "x"}}
+		}, verdict: Stale, stage: StageHold, reason: kickv1alpha1.GateHeld},
+		{name: "a held source: a change the records do not show yet waits for its record", mutate: func(f *Facts) {
+			f.Dependencies[0].Record = relevant(t0.Add(-time.Minute))
+			f.Handed = freshness.At(t0.Add(10*time.Minute - time.Second))
+			f.Rollout.Since = t0
+			f.Holds = []Hold{{Name: "h", Target: kickv1alpha1.HoldTarget{Kind: kickv1alpha1.HoldSecret, Name: "db"}, Reason: "x"}}
+		}, verdict: Stale, stage: StageHold, reason: kickv1alpha1.GateHeld, until: t0.Add(10*time.Minute - time.Second + RecordLag)},
+		{name: "a held source: a person's request passes once no record shows its change", mutate: func(f *Facts) {
+			f.Dependencies[0].Record = relevant(t0.Add(-time.Minute))
+			f.Handed = freshness.At(t0.Add(10*time.Minute - RecordLag))
+			f.Rollout.Since = t0
+			f.Holds = []Hold{{Name: "h", Target: kickv1alpha1.HoldTarget{Kind: kickv1alpha1.HoldSecret, Name: "db"}, Reason: "x"}}
+		}, verdict: Stale, allowed: true},
 		{name: "no restart slot", mutate: func(f *Facts) {
 			f.Budget = &Budget{Message: "5 of 5 restarts of KickPolicy p in progress (restart.maxConcurrent); 37 waiting"}
 		}, verdict: Stale, stage: StageBudget, reason: kickv1alpha1.GateRestartBudget},
@@ -237,8 +283,8 @@ func TestAssessDecisionTable(t *testing.T) {
 			if !strings.HasPrefix(a.Summary, tc.summary) {
 				t.Errorf("summary %q, want prefix %q", a.Summary, tc.summary)
 			}
-			if a.Selection.State == Selected && len(a.Gate.Stages) != 9 {
-				t.Errorf("%d stages evaluated, want all 9", len(a.Gate.Stages))
+			if a.Selection.State == Selected && len(a.Gate.Stages) != 10 {
+				t.Errorf("%d stages evaluated, want all 10", len(a.Gate.Stages))
 			}
 		})
 	}

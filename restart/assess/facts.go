@@ -43,6 +43,9 @@ type Facts struct {
 	// their fan-out (requests in phase Failed naming the source whose
 	// change they answered, not released).
 	Halts []Halt
+	// Holds are the KickHolds of the workload's namespace (kubectl kick
+	// hold): a person's freeze of the namespace, a workload or a source.
+	Holds []Hold
 	// Waves are the earlier waves' consumers of the workload's sources,
 	// when its policy orders restarts in waves and the workload is not in
 	// the first; nil when they were not read (the wave stage is then

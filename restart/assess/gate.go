@@ -19,6 +19,7 @@ type Stage string
 const (
 	StageSuspend     Stage = "Suspend"
 	StageDryRun      Stage = "DryRun"
+	StageHold        Stage = "Hold"
 	StageSettle      Stage = "Settle"
 	StageSchedule    Stage = "Schedule"
 	StageMinInterval Stage = "MinInterval"
@@ -93,6 +94,7 @@ func evaluateGate(f Facts, p *kickv1alpha1.KickPolicy, latest freshness.Change, 
 	stages := []StageResult{
 		suspendStage(p),
 		dryRunStage(p),
+		holdStage(f, latest, deps),
 		settleStage(p, latest, f.Now),
 		scheduleStage(p, f.Now),
 		minIntervalStage(p, f.Target, f.Now),

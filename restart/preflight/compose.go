@@ -236,6 +236,8 @@ func outcome(c Consumer, kind string) (Outcome, bool) {
 	case g.Stage == assess.StageSuspend:
 		o.Restart = false
 		o.Text = fmt.Sprintf("no restart of %s while policy %s is suspended", c.Ref(), policy)
+	case g.Stage == assess.StageHold:
+		o.Text = fmt.Sprintf("restarts %s only once the hold is released: %s", c.Ref(), g.Message)
 	case g.Stage == assess.StageSettle:
 		o.Text = fmt.Sprintf("restarts %s at %s, once the sources are quiet for restart.settle (policy %s)", c.Ref(), When(g.Until), policy)
 	case g.Stage == assess.StageSchedule:

@@ -54,6 +54,7 @@ type Batch struct {
 	policies []kickv1alpha1.KickPolicy
 	labels   bool
 	halts    []assess.Halt
+	holds    []assess.Hold
 	override *Override
 	// members are the wave members read, by policy and source; shared,
 	// when set, keeps them across batches for a moment.
@@ -69,8 +70,8 @@ type Override struct {
 	Record *kickv1alpha1.SourceObservationSpec
 }
 
-// NewBatch lists the namespace's policies and the failed restarts that
-// halt a fan-out. kinds (nil: the built-in kinds) are the workloads the
+// NewBatch lists the namespace's policies, the failed restarts that halt a
+// fan-out and the KickHolds. kinds (nil: the built-in kinds) are the workloads the
 // wave stage looks for among a source's consumers.
 func NewBatch(ctx context.Context, c client.Reader, kinds *workload.Registry, csi bool, namespace string, now time.Time) (*Batch, error) {
 	var policies kickv1alpha1.KickPolicyList
@@ -82,8 +83,15 @@ func NewBatch(ctx context.Context, c client.Reader, kinds *workload.Registry, cs
 		return b, nil // nothing is managed, nothing is held
 	}
 	var err error
-	b.halts, err = halts(ctx, c, namespace)
-	return b, err
+	if b.halts, err = halts(ctx, c, namespace); err != nil {
+		return b, err
+	}
+	var holds kickv1alpha1.KickHoldList
+	if err := c.List(ctx, &holds, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return b, fmt.Errorf("list the KickHolds of namespace %s: %w", namespace, err)
+	}
+	b.holds = assess.HoldsOf(holds.Items)
+	return b, nil
 }
 
 // Policies are the namespace's KickPolicies.
@@ -103,6 +111,7 @@ func (b *Batch) Facts(ctx context.Context, h workload.Handle) (assess.Facts, err
 		},
 		Policies: b.policies,
 		Halts:    b.halts,
+		Holds:    b.holds,
 	}
 	if stamp, ok := h.Current(); ok {
 		f.Target.RestartedAt = stamp

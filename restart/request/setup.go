@@ -30,7 +30,7 @@ import (
 
 // +kubebuilder:rbac:groups=kick.corewire.io,resources=kickrequests,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=kick.corewire.io,resources=kickrequests/status,verbs=get;patch;update
-// +kubebuilder:rbac:groups=kick.corewire.io,resources=kickpolicies;sourceobservations,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kick.corewire.io,resources=kickpolicies;kickholds;sourceobservations,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get;list;watch
 // (Rollouts and the CSI kinds, when those integrations run, are covered by
@@ -153,6 +153,9 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		// A halt that starts holds the open requests of its namespace; one
 		// that is released or ends lets them go.
 		Watches(&kickv1alpha1.KickRequest{}, toNamespaceRequests, builder.WithPredicates(haltChanged())).
+		// A hold that starts, changes or ends concerns the open requests
+		// of its namespace.
+		Watches(&kickv1alpha1.KickHold{}, toNamespaceRequests, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&kickv1alpha1.SourceObservation{}, toConsumerRequests).
 		WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)})

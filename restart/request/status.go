@@ -121,6 +121,8 @@ func blockEventReason(r kickv1alpha1.GateReason) string {
 		return "WaitingForRestartSlot"
 	case kickv1alpha1.GateEarlierWave:
 		return "WaitingForEarlierWave"
+	case kickv1alpha1.GateHeld:
+		return "HeldByKickHold"
 	}
 	return "WaitingForGate"
 }

@@ -17,7 +17,7 @@ import (
 //	WaitingForRollout          RolloutInProgress
 //	WaitingForGate, WaitingForOwner, WaitingForApplicationSync:
 //	                           the gate reason holding the restart back, one of
-//	                           kickv1alpha1.WaitingReasons(): Suspended, Settling,
+//	                           kickv1alpha1.WaitingReasons(): Suspended, Held, Settling,
 //	                           OutsideSchedule, ConfigurationError, MinIntervalNotElapsed,
 //	                           RolloutHalted, EarlierWave, AmbiguousPolicy, OwnerUnknown, AmbiguousOwner,
 //	                           OwnerOutOfSync, OwnerReconciling, OwnerSuspended,

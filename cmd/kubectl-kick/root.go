@@ -18,11 +18,15 @@ const rootLong = `kubectl kick — restart workloads through KICK and see why th
   kubectl kick list [-n NAMESPACE | -A]
   kubectl kick timeline KIND/NAME [-n NAMESPACE] [--since 2h] [-o json]
   kubectl kick preview -f FILE [-n NAMESPACE] [--delete]
+  kubectl kick hold TARGET --reason TEXT [-n NAMESPACE] [--for 2h]
+  kubectl kick release TARGET [-n NAMESPACE]
   kubectl kick version [-o json]
   kubectl kick completion bash|zsh|fish
   kubectl kick help [COMMAND]
 
 KIND is deployment (deploy), statefulset (sts), daemonset (ds) or rollout.
+TARGET of hold and release is namespace, secret/NAME, configmap/NAME,
+secretproviderclass/NAME or KIND/NAME.
 "kubectl kick COMMAND --help" describes a command and its flags.
 
 Kubeconfig flags (--kubeconfig, --context, -n/--namespace, --as, ...) work as
@@ -60,6 +64,8 @@ func newRootCommand(code *int) *cobra.Command {
 		newListCommand(cf, code),
 		newTimelineCommand(cf, code),
 		newPreviewCommand(cf, code),
+		newHoldCommand(cf, code),
+		newReleaseCommand(cf, code),
 		newVersionCommand(cf, code),
 	)
 	return root

@@ -53,24 +53,29 @@ func connect(cf *genericclioptions.ConfigFlags) (*session, error) {
 	return &session{client: c, namespace: ns}, nil
 }
 
-// apiError explains an API error; for Forbidden it names the permission
-// the caller lacks.
+// apiError explains an API error on KickRequests; for Forbidden it names
+// the permission the caller lacks.
 func apiError(verb, namespace string, err error) error {
+	return resourceError(verb, requestsResource, namespace, err)
+}
+
+// resourceError explains an API error on one of KICK's resources.
+func resourceError(verb, resource, namespace string, err error) error {
 	switch {
 	case apierrors.IsForbidden(err):
 		where := "in namespace " + namespace
 		if namespace == "" {
 			where = "cluster-wide"
 		}
-		return fmt.Errorf("permission denied: you need %q on %s %s (ask for a Role granting it)\n  %v", verb, requestsResource, where, err)
+		return fmt.Errorf("permission denied: you need %q on %s %s (ask for a Role granting it)\n  %v", verb, resource, where, err)
 	case apierrors.IsUnauthorized(err):
 		return fmt.Errorf("not authenticated to the cluster; check your kubeconfig and credentials: %v", err)
 	case meta.IsNoMatchError(err) || isMissingResource(err):
-		return fmt.Errorf("the KickRequest API (%s) is not installed in this cluster; install KICK first: %v", kickv1alpha1.GroupVersion, err)
+		return fmt.Errorf("the %s API (%s) is not installed in this cluster; install or upgrade KICK first: %v", resource, kickv1alpha1.GroupVersion, err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("the API server did not answer in time: %v", err)
 	}
-	return fmt.Errorf("%s %s: %v", verb, requestsResource, err)
+	return fmt.Errorf("%s %s: %v", verb, resource, err)
 }
 
 func isMissingResource(err error) bool {

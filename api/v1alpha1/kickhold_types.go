@@ -53,7 +53,7 @@ func (k HoldKind) IsSource() bool {
 }
 
 // HoldTarget names what a hold freezes, always in the hold's own namespace.
-// +kubebuilder:validation:XValidation:rule="self.kind == 'Namespace' ? !has(self.name) || self.name == ” : has(self.name) && self.name != ”",message="name is required for every kind but Namespace, and must be empty for Namespace (a hold of kind Namespace freezes the hold's own namespace)"
+// +kubebuilder:validation:XValidation:rule="self.kind == 'Namespace' ? !has(self.name) || size(self.name) == 0 : has(self.name) && size(self.name) > 0",message="name is required for every kind but Namespace, and must be empty for Namespace (a hold of kind Namespace freezes the hold's own namespace)"
 type HoldTarget struct {
 	// Kind is Namespace (every restart in the hold's namespace), a source
 	// kind (Secret, ConfigMap, SecretProviderClass: the restarts that would

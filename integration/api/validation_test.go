@@ -386,3 +386,40 @@ func waves(n int) string {
 	}
 	return strings.Join(out, ", ")
 }
+
+func TestKickHoldValidation(t *testing.T) {
+	expectRefused(t, "KickHold", []refusal{
+		{"no reason", `spec: {target: {kind: Namespace}}`, "spec.reason: Required value"},
+		{"empty reason", `spec: {target: {kind: Namespace}, reason: ""}`, "spec.reason in body should be at least 1 chars long"},
+		{"a Secret without a name", `spec: {target: {kind: Secret}, reason: x}`, "name is required for every kind but Namespace"},
+		{"a namespace with a name", `spec: {target: {kind: Namespace, name: other}, reason: x}`, "must be empty for Namespace"},
+		{"an unknown kind", `spec: {target: {kind: Pod, name: web}, reason: x}`, `Unsupported value: "Pod"`},
+		{"a name that is not an object name", `spec: {target: {kind: Secret, name: Db_Pass}, reason: x}`, "spec.target.name in body should match"},
+		{"reason too long", `spec: {target: {kind: Namespace}, reason: "` + strings.Repeat("x", 513) + `"}`, "spec.reason: Too long"},
+	})
+}
+
+func TestKickHoldTargetIsImmutable(t *testing.T) {
+	env := cluster.Get(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	u := object(t, "KickHold", ns, "hold-secret-db", `spec: {target: {kind: Secret, name: db}, reason: "INC-42"}`)
+	if err := create(ctx, env.Client, u); err != nil {
+		t.Fatal(err)
+	}
+	var h kickv1alpha1.KickHold
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(u), &h); err != nil {
+		t.Fatal(err)
+	}
+	h.Spec.Reason = "INC-42, still"
+	if err := env.Client.Update(ctx, &h); err != nil {
+		t.Fatalf("changing only the reason must be allowed: %v", err)
+	}
+	h.Spec.Target.Name = "other"
+	if err := env.Client.Update(ctx, &h); err == nil || !strings.Contains(err.Error(), "target is immutable; release this hold") {
+		t.Fatalf("changing the target must be refused with a clear message, got %v", err)
+	}
+	if err := create(ctx, env.Client, object(t, "KickHold", ns, "all", `spec: {target: {kind: Namespace}, reason: freeze, expiresAt: "2030-01-01T00:00:00Z"}`)); err != nil {
+		t.Fatalf("a namespace hold with an expiry must be accepted: %v", err)
+	}
+}

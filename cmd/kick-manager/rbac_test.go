@@ -71,6 +71,16 @@ func TestManagerOnlyReadsPolicies(t *testing.T) {
 	}
 }
 
+// TestManagerOnlyReadsHolds: a KickHold is a person's freeze; the manager
+// obeys it and can neither lift nor forge one.
+func TestManagerOnlyReadsHolds(t *testing.T) {
+	verbs := grants(generatedClusterRole(t).Rules, "kick.corewire.io", "kickholds")
+	slices.Sort(verbs)
+	if !slices.Equal(verbs, []string{"get", "list", "watch"}) {
+		t.Errorf("the manager's ClusterRole grants %v on kickholds, want exactly get, list, watch", verbs)
+	}
+}
+
 // TestManagerMayReviewMetricsCallers: --metrics-secure, which the
 // manifests turn on, asks the API server to authenticate and authorize
 // every /metrics caller.

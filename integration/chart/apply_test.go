@@ -171,6 +171,10 @@ func TestChartInstalls(t *testing.T) {
 		{"patch", "kick.corewire.io", "notificationpolicies/status", "default", true},
 		{"update", "kick.corewire.io", "notificationpolicies", "default", false},
 		{"delete", "kick.corewire.io", "notificationpolicies", "default", false},
+		// Holds are people's: the manager obeys them, never lifts them.
+		{"watch", "kick.corewire.io", "kickholds", "default", true},
+		{"delete", "kick.corewire.io", "kickholds", "default", false},
+		{"create", "kick.corewire.io", "kickholds", "default", false},
 	} {
 		what := fmt.Sprintf("%s %s.%s in %q", tc.verb, tc.resource, tc.group, tc.namespace)
 		resource, subresource, _ := strings.Cut(tc.resource, "/")

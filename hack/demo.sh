@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # make demo: start the local control plane, install KICK's CRDs, run the
 # manager and a CloudEvents receiver, apply a sample, change its Secret and
-# show the KickRequest succeed, the new ReplicaSet and the delivered event.
+# show the KickRequest succeed, the new ReplicaSet and the delivered event;
+# then hold the Secret's restarts (kubectl kick hold), change it again, show
+# the request held, release it and show the restart.
 # With DEMO_EXIT=1 it exits (0 only if all of that happened) instead of
 # running until Ctrl-C.
 set -euo pipefail
@@ -107,17 +109,33 @@ say "the CloudEvents receiver got:"
 cat "$dir/receiver.log"
 [[ $delivered == 1 ]] || { echo "no CloudEvent was delivered"; exit 1; }
 
+say "an incident: hold restarts for web-secret's changes, then change it again"
+"$bin/kubectl-kick" hold secret/web-secret -n shop --reason "INC-1: checking the new token first"
+"$kubectl" -n shop patch secret web-secret --type merge -p '{"stringData":{"API_TOKEN":"charlie"}}'
+held=0
+for _ in $(seq 1 60); do
+  [[ "$("$kubectl" -n shop get kickrequest deployment-web -o jsonpath='{.status.reason}' 2>/dev/null)" == "Held" ]] && { held=1; break; }
+  sleep 1
+done
+"$kubectl" -n shop get kickholds,kickrequests
+[[ $held == 1 ]] || { echo "the restart was not held"; tail -50 "$dir/manager.log"; exit 1; }
+say "the restart waits (reason Held); releasing the hold lets it run"
+"$bin/kubectl-kick" release secret/web-secret -n shop
+demo_wait_succeeded shop 90 "$dir/manager.log"
+[[ $("$kubectl" -n shop get replicasets -o name | wc -l) -ge 3 ]] || { echo "no new ReplicaSet after the release"; exit 1; }
+
 cat <<EOF
 
 Try it:
   export KUBECONFIG=$KUBECONFIG
-  $kubectl -n shop patch secret web-secret --type merge -p '{"stringData":{"API_TOKEN":"charlie"}}'
+  $kubectl -n shop patch secret web-secret --type merge -p '{"stringData":{"API_TOKEN":"delta"}}'
   $kubectl -n shop get kickrequests -w
   $kubectl -n shop describe kickrequest deployment-web
   $kubectl -n shop get kickpolicy,notificationpolicy
   tail -f $dir/receiver.log
   curl -s http://127.0.0.1:18080/metrics | grep ^kick_
   $bin/kubectl-kick timeline deployment/web -n shop
+  $bin/kubectl-kick hold namespace -n shop --reason "freeze"   # and: release namespace -n shop
 
 The timeline (changes, gates, restarts, events) in your browser:
   http://127.0.0.1:18082/timeline/ui
@@ -125,7 +143,7 @@ The timeline (changes, gates, restarts, events) in your browser:
 
 EOF
 if [[ "${DEMO_EXIT:-0}" == "1" ]]; then
-  say "DEMO_EXIT=1: the restart happened and was delivered; exiting"
+  say "DEMO_EXIT=1: the restart happened and was delivered, the held one ran on release; exiting"
   exit 0
 fi
 say "running; press Ctrl-C to stop"

@@ -310,7 +310,8 @@ func TestDevclusterRefusesBadUsage(t *testing.T) {
 
 // TestDemo runs `make demo`'s script with DEMO_EXIT=1: it must show a
 // Secret change restarting the sample Deployment and the CloudEvent
-// arriving, and exit 0.
+// arriving, then a change held by kubectl kick hold and restarted on
+// release, and exit 0.
 func TestDemo(t *testing.T) {
 	root, err := cluster.RepoRoot()
 	if err != nil {
@@ -335,7 +336,8 @@ func TestDemo(t *testing.T) {
 	if err != nil {
 		t.Fatalf("demo failed: %v\n%s", err, out)
 	}
-	for _, want := range []string{"Succeeded", "io.corewire.kick.request.succeeded.v1", "the restart happened and was delivered"} {
+	for _, want := range []string{"Succeeded", "io.corewire.kick.request.succeeded.v1", "kickhold/hold-secret-web-secret created",
+		"the restart waits (reason Held)", "kickhold/hold-secret-web-secret deleted", "the held one ran on release"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("demo output does not show %q:\n%s", want, out)
 		}

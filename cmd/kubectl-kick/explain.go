@@ -31,6 +31,11 @@ and the workload's KickRequest. It only reads, and never shows Secret
 values, keys or fingerprints. Kinds: deployment (deploy), statefulset (sts),
 daemonset (ds).
 
+For a source (secret/NAME, configmap/NAME or cm/NAME) it lists the
+workloads that consume it, what each would do, and how a change of it would
+roll out now: how many restarts, how many at a time, in which waves, about
+how long, and the KickHolds that would hold them.
+
 Exit codes: 0 explained; 1 the workload or a permission is missing; 2 bad
 usage.`
 
@@ -38,10 +43,15 @@ const explainExample = `  # Why did (or didn't) the Deployment web restart?
   kubectl kick explain deployment/web -n shop
 
   # The same for a script
-  kubectl kick explain sts/db -o json`
+  kubectl kick explain sts/db -o json
+
+  # Who consumes the Secret db, and how would a change of it roll out?
+  kubectl kick explain secret/db -n shop`
 
 // explainOptions is the parsed command line of "explain".
 type explainOptions struct {
+	// source is Secret or ConfigMap when a source is explained.
+	source string
 	kind   kickv1alpha1.TargetKind
 	name   string
 	output string
@@ -52,6 +62,10 @@ func (o *explainOptions) addFlags(fs *pflag.FlagSet) {
 }
 
 func (o *explainOptions) validate(args []string, _ *genericclioptions.ConfigFlags) (err error) {
+	var isSource bool
+	if o.source, o.name, isSource = sourceArg(args); isSource {
+		return checkOutput(o.output)
+	}
 	if o.kind, o.name, err = targetArg(args, "explain"); err != nil {
 		return err
 	}
@@ -60,7 +74,7 @@ func (o *explainOptions) validate(args []string, _ *genericclioptions.ConfigFlag
 
 func newExplainCommand(cf *genericclioptions.ConfigFlags, code *int) *cobra.Command {
 	cmd := subcommand(&cobra.Command{
-		Use:               "explain KIND/NAME",
+		Use:               "explain KIND/NAME | secret/NAME | configmap/NAME",
 		Short:             "Say what KICK sees for a workload and why it did or did not restart",
 		Long:              explainLong,
 		Example:           explainExample,
@@ -71,6 +85,9 @@ func newExplainCommand(cf *genericclioptions.ConfigFlags, code *int) *cobra.Comm
 }
 
 func runExplain(ctx context.Context, o *explainOptions, cf *genericclioptions.ConfigFlags, stdout, stderr io.Writer) int {
+	if o.source != "" {
+		return runExplainSource(ctx, o, cf, stdout, stderr)
+	}
 	if o.kind == kickv1alpha1.TargetRollout {
 		fmt.Fprintln(stderr, "kubectl kick: explain does not support kind Rollout yet: it explains deployments, statefulsets and daemonsets")
 		return exitFailed

@@ -49,7 +49,7 @@ func parse[O options](o O, args []string) (_ O, _ *genericclioptions.ConfigFlags
 func TestSubcommandHelp(t *testing.T) {
 	for cmd, want := range map[string][]string{
 		"restart":  {"kubectl kick restart KIND/NAME [flags]", "--wait", "Exit codes with --wait"},
-		"explain":  {"kubectl kick explain KIND/NAME [flags]", "-o, --output", "the verdict"},
+		"explain":  {"kubectl kick explain KIND/NAME | secret/NAME | configmap/NAME [flags]", "-o, --output", "the verdict"},
 		"list":     {"kubectl kick list [flags]", "-A, --all-namespaces", "Aliases:"},
 		"timeline": {"kubectl kick timeline KIND/NAME [flags]", "--since", "oldest first"},
 		"preview":  {"kubectl kick preview -f FILE [flags]", "-f, --filename", "--delete"},

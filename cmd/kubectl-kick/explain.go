@@ -22,6 +22,7 @@ import (
 	"github.com/kick-operator/kick/restart/assess"
 	"github.com/kick-operator/kick/restart/discovery"
 	"github.com/kick-operator/kick/restart/freshness"
+	"github.com/kick-operator/kick/restart/rollout"
 )
 
 const explainLong = `Say what KICK sees for a workload: the KickPolicy selecting it, each
@@ -29,7 +30,8 @@ dependency with its last relevant change, the rollout start, the verdict
 (fresh, stale, rollout in progress, cannot assess), what the gate says now
 and the workload's KickRequest. It only reads, and never shows Secret
 values, keys or fingerprints. Kinds: deployment (deploy), statefulset (sts),
-daemonset (ds).
+daemonset (ds), rollout (an Argo Rollout; one that runs a Deployment's
+template through spec.workloadRef is explained through that Deployment).
 
 For a source (secret/NAME, configmap/NAME or cm/NAME) it lists the
 workloads that consume it, what each would do, and how a change of it would
@@ -78,7 +80,7 @@ func newExplainCommand(cf *genericclioptions.ConfigFlags, code *int) *cobra.Comm
 		Short:             "Say what KICK sees for a workload and why it did or did not restart",
 		Long:              explainLong,
 		Example:           explainExample,
-		ValidArgsFunction: completeTarget(cf, explainKinds),
+		ValidArgsFunction: completeTarget(cf, allKinds),
 	}, cf, code, &explainOptions{}, runExplain)
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "text"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
@@ -88,10 +90,6 @@ func runExplain(ctx context.Context, o *explainOptions, cf *genericclioptions.Co
 	if o.source != "" {
 		return runExplainSource(ctx, o, cf, stdout, stderr)
 	}
-	if o.kind == kickv1alpha1.TargetRollout {
-		fmt.Fprintln(stderr, "kubectl kick: explain does not support kind Rollout yet: it explains deployments, statefulsets and daemonsets")
-		return exitFailed
-	}
 	s, err := connect(cf)
 	if err != nil {
 		fmt.Fprintf(stderr, "kubectl kick: %v\n", err)
@@ -99,6 +97,17 @@ func runExplain(ctx context.Context, o *explainOptions, cf *genericclioptions.Co
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
+	if o.kind == kickv1alpha1.TargetRollout {
+		if d, err := s.rolloutTemplateOwner(ctx, o.name); err != nil {
+			fmt.Fprintf(stderr, "kubectl kick: %v\n", err)
+			return exitFailed
+		} else if d != "" && o.output != "json" {
+			fmt.Fprintf(stdout, "rollout/%s runs the pod template of deployment/%s (spec.workloadRef): KICK selects, assesses and restarts it through the Deployment\n\n", o.name, d)
+			o.kind, o.name = kickv1alpha1.TargetDeployment, d
+		} else if d != "" {
+			o.kind, o.name = kickv1alpha1.TargetDeployment, d
+		}
+	}
 	f, err := s.gather(ctx, o.kind, o.name, time.Now())
 	if err != nil {
 		fmt.Fprintf(stderr, "kubectl kick: %v\n", err)
@@ -239,6 +248,13 @@ func (s *session) inspect(ctx context.Context, w client.Object) (freshness.Rollo
 		return freshness.StatefulSet(w), nil
 	case *appsv1.DaemonSet:
 		return freshness.DaemonSet(w), nil
+	case *rollout.Rollout:
+		// rollout.Inspect keeps only the ReplicaSets the Rollout controls.
+		var rss appsv1.ReplicaSetList
+		if err := s.client.List(ctx, &rss, client.InNamespace(w.Namespace)); err != nil {
+			return freshness.Rollout{}, readError("list", "replicasets.apps", w.Namespace, err)
+		}
+		return rollout.Inspect(w, rss.Items), nil
 	}
 	return freshness.Rollout{}, fmt.Errorf("cannot inspect the rollout of %T", w)
 }
@@ -301,12 +317,30 @@ func newWorkload(kind kickv1alpha1.TargetKind) (client.Object, error) {
 		return &appsv1.StatefulSet{}, nil
 	case kickv1alpha1.TargetDaemonSet:
 		return &appsv1.DaemonSet{}, nil
+	case kickv1alpha1.TargetRollout:
+		return &rollout.Rollout{}, nil
 	}
-	return nil, fmt.Errorf("kind %s is not supported here: use deployment, statefulset or daemonset", kind)
+	return nil, fmt.Errorf("kind %s is not supported here: use deployment, statefulset, daemonset or rollout", kind)
 }
 
 func resourceOf(kind kickv1alpha1.TargetKind) string {
+	if kind == kickv1alpha1.TargetRollout {
+		return "rollouts.argoproj.io"
+	}
 	return strings.ToLower(string(kind)) + "s.apps"
+}
+
+// rolloutTemplateOwner returns the Deployment whose pod template a Rollout
+// runs through spec.workloadRef ("" when it has a template of its own).
+func (s *session) rolloutTemplateOwner(ctx context.Context, name string) (string, error) {
+	ro := &rollout.Rollout{}
+	if err := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, ro); err != nil {
+		if apierrors.IsNotFound(err) && !isMissingResource(err) {
+			return "", &notFoundError{kind: kickv1alpha1.TargetRollout, name: name, namespace: s.namespace}
+		}
+		return "", readError("get", resourceOf(kickv1alpha1.TargetRollout), s.namespace, err)
+	}
+	return ro.ReferencedDeployment(), nil
 }
 
 func corev1GVK(kind string) schema.GroupVersionKind {

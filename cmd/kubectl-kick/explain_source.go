@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/kick-operator/kick/restart/assess"
 	"github.com/kick-operator/kick/restart/discovery"
 	"github.com/kick-operator/kick/restart/plan"
+	"github.com/kick-operator/kick/restart/rollout"
 )
 
 // sourceAliases are the spellings of the source kinds explain accepts.
@@ -130,11 +132,15 @@ type workloadName struct {
 func (s *session) consumersOf(ctx context.Context, kind, name string) ([]workloadName, error) {
 	lists := map[kickv1alpha1.TargetKind]client.ObjectList{
 		kickv1alpha1.TargetDeployment: &appsv1.DeploymentList{}, kickv1alpha1.TargetStatefulSet: &appsv1.StatefulSetList{},
-		kickv1alpha1.TargetDaemonSet: &appsv1.DaemonSetList{},
+		kickv1alpha1.TargetDaemonSet: &appsv1.DaemonSetList{}, kickv1alpha1.TargetRollout: &rollout.RolloutList{},
 	}
 	var out []workloadName
-	for _, k := range explainKinds {
-		if err := s.client.List(ctx, lists[k], client.InNamespace(s.namespace)); err != nil {
+	for _, k := range allKinds {
+		err := s.client.List(ctx, lists[k], client.InNamespace(s.namespace))
+		switch {
+		case err != nil && k == kickv1alpha1.TargetRollout && (meta.IsNoMatchError(err) || isMissingResource(err)):
+			continue // no Argo Rollouts in this cluster
+		case err != nil:
 			return nil, readError("list", resourceOf(k), s.namespace, err)
 		}
 		for _, w := range workloadItems(lists[k]) {
@@ -161,6 +167,10 @@ func workloadItems(list client.ObjectList) []client.Object {
 			out = append(out, &l.Items[i])
 		}
 	case *appsv1.DaemonSetList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *rollout.RolloutList:
 		for i := range l.Items {
 			out = append(out, &l.Items[i])
 		}
@@ -224,7 +234,7 @@ func printSourceExplanation(out io.Writer, e *sourceExplanation) {
 	}
 	line("Source", "%s %s/%s", e.Kind, e.Namespace, e.Name)
 	if len(e.Consumers) == 0 {
-		line("Consumers", "none: no Deployment, StatefulSet or DaemonSet in %s consumes it", e.Namespace)
+		line("Consumers", "none: no Deployment, StatefulSet, DaemonSet or Rollout in %s consumes it", e.Namespace)
 		return
 	}
 	line("Consumers", "%d; a change restarts %d", len(e.Consumers), e.Restarts)

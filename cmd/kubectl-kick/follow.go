@@ -195,7 +195,7 @@ func (s *session) timedOut(kr *kickv1alpha1.KickRequest, untouched bool, timeout
 // assessNow is the one-line assessment of a workload, read with a short
 // deadline of its own (the wait's has passed); "" when it cannot be made.
 func (s *session) assessNow(kind kickv1alpha1.TargetKind, name string) string {
-	if s == nil || s.client == nil || kind == kickv1alpha1.TargetRollout {
+	if s == nil || s.client == nil {
 		return ""
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -30,7 +30,6 @@ func TestHelpAndUsage(t *testing.T) {
 		{[]string{"explain", "cronjob/web"}, 2, `unknown kind "cronjob"`},
 		{[]string{"explain", "deploy/a", "deploy/b"}, 2, "one KIND/NAME"},
 		{[]string{"explain", "deploy/web", "-o", "yaml"}, 2, `unknown output format "yaml"`},
-		{[]string{"explain", "rollout/canary"}, 1, "explain does not support kind Rollout"},
 		{[]string{"restart"}, 2, "restart needs KIND/NAME"},
 		{[]string{"restart", "web"}, 2, `"web" is not KIND/NAME`},
 		{[]string{"restart", "cronjob/web"}, 2, `unknown kind "cronjob"`},

@@ -24,12 +24,8 @@ var kindAliases = map[string]kickv1alpha1.TargetKind{
 	"rollout": kickv1alpha1.TargetRollout, "rollouts": kickv1alpha1.TargetRollout,
 }
 
-// allKinds are the kinds restart accepts; explainKinds those explain and
-// timeline read.
-var (
-	allKinds     = []kickv1alpha1.TargetKind{kickv1alpha1.TargetDeployment, kickv1alpha1.TargetStatefulSet, kickv1alpha1.TargetDaemonSet, kickv1alpha1.TargetRollout}
-	explainKinds = allKinds[:3]
-)
+// allKinds are the kinds restart, explain and timeline accept.
+var allKinds = []kickv1alpha1.TargetKind{kickv1alpha1.TargetDeployment, kickv1alpha1.TargetStatefulSet, kickv1alpha1.TargetDaemonSet, kickv1alpha1.TargetRollout}
 
 // parseKind resolves a kind or alias, case-insensitively.
 func parseKind(s string) (kickv1alpha1.TargetKind, error) {

@@ -58,7 +58,7 @@ func newTimelineCommand(cf *genericclioptions.ConfigFlags, code *int) *cobra.Com
 		Short:             "Print what happened to a workload, oldest first",
 		Long:              timelineLong,
 		Example:           timelineExample,
-		ValidArgsFunction: completeTarget(cf, explainKinds),
+		ValidArgsFunction: completeTarget(cf, allKinds),
 	}, cf, code, &timelineOptions{}, runTimeline)
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "text"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd

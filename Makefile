@@ -44,17 +44,20 @@ help: ## list the targets
 ##@ Build
 
 .PHONY: build
-build: ## build bin/kick-manager (lean), bin/kick-manager-argocd, bin/kubectl-kick, bin/kick-devcluster
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/kubectl-kick ./cmd/kick-devcluster
+build: build-lean ## build bin/kick-manager (lean), bin/kick-manager-argocd, bin/kubectl-kick, bin/kick-devcluster
 	# The manager twice: kick-manager leaves the Argo CD integration out and
 	# hands over to kick-manager-argocd on clusters that serve Argo CD.
-	# grpcnotrace: gRPC (the OTLP trace exporter) without golang.org/x/net/trace,
-	# whose html/template keeps every method in the binary (+26 MB).
 	# CGO_ENABLED=0, as in the image: with cgo, the plugin package (kustomize's
 	# plugin loader, which the Argo CD types pull in) makes the linker export
 	# every symbol, 19 MB of dynamic symbol tables in kick-manager-argocd.
-	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -tags noargocd,grpcnotrace -o $(BIN)/kick-manager ./cmd/kick-manager
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -tags grpcnotrace -o $(BIN)/kick-manager-argocd ./cmd/kick-manager
+
+.PHONY: build-lean
+build-lean: ## build what `make demo` runs: bin/kick-manager (lean), bin/kubectl-kick, bin/kick-devcluster (no Argo CD types to compile)
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/kubectl-kick ./cmd/kick-devcluster
+	# grpcnotrace: gRPC (the OTLP trace exporter) without golang.org/x/net/trace,
+	# whose html/template keeps every method in the binary (+26 MB).
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -tags noargocd,grpcnotrace -o $(BIN)/kick-manager ./cmd/kick-manager
 
 .PHONY: control-plane
 control-plane: ## build (once, cached under bin/k8s) etcd, kube-apiserver, controller-manager, scheduler, kwok; collect upstream CRDs
@@ -221,7 +224,7 @@ devcluster-gitops: control-plane gitops-controllers build ## the local control p
 	$(BIN)/kick-devcluster up --dir $(ROOT)/.demo/cluster --bin-dir $(K8S_BIN) --gitops argocd,flux --gitops-bin-dir $(GITOPS_BIN)
 
 .PHONY: demo
-demo: control-plane build ## start the local control plane, install KICK, show a restart
+demo: control-plane build-lean ## start the local control plane, install KICK, show a restart (and a hold)
 	@hack/demo.sh "$(BIN)" "$(K8S_BIN)"
 
 .PHONY: demo-gitops

@@ -60,23 +60,19 @@ kube_ldflags() {
     " -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION"
 }
 
-# kube-apiserver, kube-controller-manager, kube-scheduler ----------------
-kube_bins=(kube-apiserver kube-controller-manager kube-scheduler)
+# kube-apiserver, kube-controller-manager, kube-scheduler, and kubectl for
+# the demo and the tests that drive the cluster the way people do. One go
+# build compiles their shared packages once and links the four in parallel.
+kube_bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 need_kube=false
 for b in "${kube_bins[@]}"; do fresh "$b" "$K8S_VERSION" || need_kube=true; done
 if $need_kube; then
-  log "building kube-apiserver, kube-controller-manager, kube-scheduler $K8S_VERSION"
+  log "building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl $K8S_VERSION"
   log "  (10-20 minutes on 2 cores the first time; cached in $out afterwards)"
   (cd "$here/kube" && timed go build -trimpath -ldflags "$(kube_ldflags)" -o "$out/" \
-    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler)
+    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler \
+    k8s.io/kubernetes/cmd/kubectl)
   for b in "${kube_bins[@]}"; do stamp "$b" "$K8S_VERSION"; done
-fi
-
-# kubectl, for the demo and the tests that drive the cluster the way people do
-if ! fresh kubectl "$K8S_VERSION"; then
-  log "building kubectl $K8S_VERSION (a few minutes, once; cached in $out)"
-  (cd "$here/kube" && timed go build -trimpath -ldflags "$(kube_ldflags)" -o "$out/kubectl" k8s.io/kubernetes/cmd/kubectl)
-  stamp kubectl "$K8S_VERSION"
 fi
 
 # kwok and its stage definitions ----------------------------------------

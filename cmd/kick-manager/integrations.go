@@ -35,6 +35,9 @@ type integrations struct {
 	kargo         bool
 	argoRollouts  bool
 	csi           bool
+	// holdsOff is set when the API server does not serve KickHolds (CRDs
+	// of an older release): holds are then neither watched nor read.
+	holdsOff bool
 	// argoFlags are the --argocd-* settings, read by the Argo CD build.
 	argoFlags options
 	gitops    *gitops.Registry

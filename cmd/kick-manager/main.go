@@ -100,6 +100,16 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("probe integrations: %w", err)
 	}
+	// Helm never upgrades a chart's CRDs: a manager newer than its CRDs must
+	// not watch (and so abort on) a kind that is not installed.
+	holdKind := kickv1alpha1.GroupVersion.WithKind("KickHold")
+	if served, err := probe(holdKind); err != nil {
+		return fmt.Errorf("probe %s: %w", holdKind, err)
+	} else if !served {
+		active.holdsOff = true
+		log.Info("KickHolds are not served: kubectl kick hold has no effect until this release's CRDs are installed (kubectl apply -k deploy/crds, or the chart's crds/) and the manager restarted",
+			"missingKind", holdKind.String())
+	}
 	if active.argoCD && !argoCDLinked {
 		exe, err := os.Executable()
 		if err == nil {

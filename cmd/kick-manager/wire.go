@@ -136,6 +136,7 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 		EnqueueSources:          enqueueSources,
 		Kinds:                   kinds,
 		CSI:                     active.csi,
+		NoHolds:                 active.holdsOff,
 		Tracer:                  tracer,
 		Records:                 records,
 	})

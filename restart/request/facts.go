@@ -3,6 +3,7 @@ package request
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -86,6 +87,9 @@ func NewBatch(ctx context.Context, c client.Reader, kinds *workload.Registry, cs
 	if b.halts, err = halts(ctx, c, namespace); err != nil {
 		return b, err
 	}
+	if !holdsServed.Load() {
+		return b, nil
+	}
 	var holds kickv1alpha1.KickHoldList
 	if err := c.List(ctx, &holds, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return b, fmt.Errorf("list the KickHolds of namespace %s: %w", namespace, err)
@@ -93,6 +97,11 @@ func NewBatch(ctx context.Context, c client.Reader, kinds *workload.Registry, cs
 	b.holds = assess.HoldsOf(holds.Items)
 	return b, nil
 }
+
+// holdsServed is whether the API server served KickHolds when the manager
+// started (Options.NoHolds); a process without it, such as a test of the
+// pure parts, reads them.
+var holdsServed = func() *atomic.Bool { var b atomic.Bool; b.Store(true); return &b }()
 
 // Policies are the namespace's KickPolicies.
 func (b *Batch) Policies() []kickv1alpha1.KickPolicy { return b.policies }

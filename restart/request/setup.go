@@ -68,6 +68,9 @@ type Options struct {
 	// MaxConcurrentRestarts caps the restarts in progress across the
 	// cluster (--max-concurrent-restarts); 0 means no cap.
 	MaxConcurrentRestarts int
+	// NoHolds is set when the API server does not serve KickHolds (the
+	// CRDs of an older release): they are then neither watched nor read.
+	NoHolds bool
 }
 
 // SetupWithManager registers the indexes, the KickRequest controller and
@@ -89,6 +92,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	if opts.Recorder == nil {
 		opts.Recorder = mgr.GetEventRecorder("kick-request")
 	}
+	holdsServed.Store(!opts.NoHolds)
 	wake := make(chan event.GenericEvent, 1024)
 	r := &Reconciler{
 		Client:         mgr.GetClient(),
@@ -153,12 +157,14 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		// A halt that starts holds the open requests of its namespace; one
 		// that is released or ends lets them go.
 		Watches(&kickv1alpha1.KickRequest{}, toNamespaceRequests, builder.WithPredicates(haltChanged())).
-		// A hold that starts, changes or ends concerns the open requests
-		// of its namespace.
-		Watches(&kickv1alpha1.KickHold{}, toNamespaceRequests, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&kickv1alpha1.SourceObservation{}, toConsumerRequests).
 		WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)})
+	if !opts.NoHolds {
+		// A hold that starts, changes or ends concerns the open requests
+		// of its namespace.
+		b = b.Watches(&kickv1alpha1.KickHold{}, toNamespaceRequests, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	}
 	for _, kind := range opts.Kinds.Objects() {
 		b = b.Watches(kind, lowPriority(toRequests))
 	}

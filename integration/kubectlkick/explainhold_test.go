@@ -2,6 +2,8 @@ package kubectlkick
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/integration/cluster"
 )
 
 // TestExplainShowsAKickHold: a KickHold of a Secret keeps the restart its
@@ -30,7 +33,8 @@ func TestExplainShowsAKickHold(t *testing.T) {
 	f.Create(hold)
 	f.rotate("held-db", "beta")
 	f.waitRequest("deployment-held", "to be held", func(kr *kickv1alpha1.KickRequest) bool {
-		return kr.Status.Phase == kickv1alpha1.PhaseWaitingForGate && kr.Status.Gate != nil && kr.Status.Gate.Reason == kickv1alpha1.GateHeld
+		return kr.Status.Phase == kickv1alpha1.PhaseWaitingForGate && kr.Status.Gate != nil && kr.Status.Gate.Reason == kickv1alpha1.GateHeld &&
+			strings.HasPrefix(kr.Status.Gate.Message, "held by KickHold") // not the short wait for the change's record
 	})
 
 	held := `held by KickHold hold-secret-held-db (Secret/held-db): "INC-42: rotating"; it holds restarts that bring in a change of Secret/held-db ` +
@@ -87,6 +91,17 @@ func TestExplainShowsAKickHold(t *testing.T) {
 		`hold:         unknown: cannot read the namespace's KickHolds: permission denied: you need "list" on kickholds.kick.corewire.io in namespace `+f.NS,
 		"KickRequest:    deployment-held (open), phase WaitingForGate, reason Held: "+held,
 		"Summary:        would restart now unless a KickHold holds it (the KickHolds could not be read)\n")
+
+	// kubectl kick timeline tells the wait and names the hold in the gate
+	// entry, and shows the HeldByKickHold Event (recorded asynchronously;
+	// its message is the first Held decision's, which for a source hold
+	// may be the short wait for the change's record).
+	cluster.Eventually(t, 30*time.Second, "kubectl kick timeline to show the hold", func() (bool, error) {
+		code, out, _ := f.kick("timeline", "deployment/held")
+		ok := code == 0 && strings.Contains(out, "waiting at the Hold gate: Held — "+held) &&
+			strings.Contains(out, "KickRequest deployment-held: HeldByKickHold: ")
+		return ok, fmt.Errorf("exit %d:\n%s", code, out)
+	})
 
 	// The release: the held workload restarts, once.
 	if err := f.Env.Client.Delete(f.Ctx, hold); err != nil {

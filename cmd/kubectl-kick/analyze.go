@@ -30,7 +30,23 @@ type explanation struct {
 	Gate           *gateResult        `json:"gate,omitempty"`
 	Request        *requestResult     `json:"request,omitempty"`
 	RequestError   string             `json:"requestError,omitempty"`
-	Summary        string             `json:"summary"`
+	// Holds are the namespace's KickHolds, expired ones included;
+	// HoldsError says why they could not be read.
+	Holds      []holdResult `json:"holds,omitempty"`
+	HoldsError string       `json:"holdsError,omitempty"`
+	Summary    string       `json:"summary"`
+}
+
+// holdResult is one KickHold of the workload's namespace.
+type holdResult struct {
+	Name      string                  `json:"name"`
+	Target    kickv1alpha1.HoldTarget `json:"target"`
+	Reason    string                  `json:"reason"`
+	ExpiresAt *time.Time              `json:"expiresAt,omitempty"`
+	// Active is false once the hold has expired.
+	Active bool `json:"active"`
+	// Release is the command that ends the hold.
+	Release string `json:"release"`
 }
 
 type policyResult struct {
@@ -78,14 +94,15 @@ type changeResult struct {
 
 type gateResult struct {
 	// Reason is Allowed, the first reason holding a restart back (in the
-	// manager's order: suspend, settle, schedule, minInterval, halt, waves,
-	// GitOps, budget), or
-	// "Unknown" when only the manager can tell (the GitOps stage).
+	// manager's order: suspend, hold, settle, schedule, minInterval, halt,
+	// waves, GitOps, budget), or "Unknown" when only the manager can tell
+	// (the GitOps stage, or the hold stage when the KickHolds are unreadable).
 	Reason string `json:"reason"`
 	// Stage is the gate that holds the restart back; empty when allowed.
 	Stage       string            `json:"stage,omitempty"`
 	Until       *time.Time        `json:"until,omitempty"`
 	Suspend     bool              `json:"suspend"`
+	Hold        stageResult       `json:"hold"`
 	Settle      stageResult       `json:"settle"`
 	Schedule    scheduleResult    `json:"schedule"`
 	GitOps      gitOpsResult      `json:"gitOps"`
@@ -185,10 +202,73 @@ func analyze(f *facts) *explanation {
 	if f.rolloutErr != nil {
 		e.Rollout = rolloutResult{Error: f.rolloutErr.Error()}
 	}
+	e.Holds = describeHolds(f.holds, f.namespace, f.now)
+	if f.holdsErr != nil {
+		e.HoldsError = f.holdsErr.Error()
+	}
 	if p := a.Selection.Policy; p != nil {
 		e.Gate = describeGate(a.Gate, p, af.GitOps, kr, af.Target.RestartedAt)
+		describeHoldStage(e, a)
 	}
 	return e
+}
+
+// describeHolds lists the namespace's KickHolds for people.
+func describeHolds(holds []assess.Hold, namespace string, now time.Time) []holdResult {
+	var out []holdResult
+	for _, h := range holds {
+		r := holdResult{Name: h.Name, Target: h.Target, Reason: h.Reason, Release: h.ReleaseCommand(namespace),
+			Active: h.ExpiresAt.IsZero() || now.Before(h.ExpiresAt)}
+		if !h.ExpiresAt.IsZero() {
+			r.ExpiresAt = timePtr(h.ExpiresAt)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// describeHoldStage fills the gate's hold stage. When the KickHolds could not
+// be read the stage is unknown: a gate that would otherwise let the
+// restart pass says so, and the summary warns that a hold may apply.
+func describeHoldStage(e *explanation, a assess.Assessment) {
+	s, ok := a.Gate.StageResult(assess.StageHold)
+	if !ok {
+		return
+	}
+	g := e.Gate
+	g.Hold = stageResult{Open: s.Open, Reason: blocking(s), Message: s.Message, Next: optTime(s.Next)}
+	switch {
+	case e.HoldsError != "":
+		g.Hold = stageResult{Reason: gateUnknown, Message: "cannot read the namespace's KickHolds: " + e.HoldsError +
+			"; the manager applies any hold"}
+		if a.Gate.Allowed {
+			g.Reason, g.Stage = gateUnknown, string(assess.StageHold)
+			if a.Verdict == assess.Stale {
+				e.Summary += " unless a KickHold holds it (the KickHolds could not be read)"
+			}
+		}
+	case s.Open && len(e.Holds) > 0:
+		g.Hold.Message += "; KickHolds in " + e.Namespace + ": " + holdList(e.Holds)
+	}
+}
+
+// holdList names a few holds, with their targets and, once expired, when
+// they expired.
+func holdList(holds []holdResult) string {
+	const most = 5
+	var parts []string
+	for i, h := range holds {
+		if i == most {
+			parts = append(parts, fmt.Sprintf("and %d more", len(holds)-most))
+			break
+		}
+		p := h.Name + " (" + h.Target.String()
+		if !h.Active {
+			p += ", expired at " + formatTime(*h.ExpiresAt)
+		}
+		parts = append(parts, p+")")
+	}
+	return strings.Join(parts, ", ")
 }
 
 // assessFacts are the facts in the assessment's terms. The GitOps stage is
@@ -204,6 +284,7 @@ func (f *facts) assessFacts(kr *kickv1alpha1.KickRequest) assess.Facts {
 		Request:    kr,
 		GitOps:     recordedGitOps(kr),
 		Halts:      f.halts,
+		Holds:      f.holds,
 		Budget:     recordedBudget(kr),
 	}
 	if f.workload != nil {

@@ -141,6 +141,10 @@ type facts struct {
 	requests    []kickv1alpha1.KickRequest
 	halts       []assess.Halt
 	requestsErr error
+	// holds are the namespace's KickHolds; holdsErr is set when they
+	// could not be read (the hold stage is then unknown).
+	holds    []assess.Hold
+	holdsErr error
 }
 
 // depFacts is what was read about one dependency. Sources are read as
@@ -189,7 +193,19 @@ func (s *session) gather(ctx context.Context, kind kickv1alpha1.TargetKind, name
 		f.deps = append(f.deps, df)
 	}
 	f.requests, f.halts, f.requestsErr = s.requestsAndHalts(ctx, kind, name)
+	f.holds, f.holdsErr = s.holds(ctx)
 	return f, nil
+}
+
+// holds reads the namespace's KickHolds. A caller who may not list them
+// (or a cluster without the KickHold API) gets an error that leaves the
+// hold stage unknown instead of failing the command.
+func (s *session) holds(ctx context.Context) ([]assess.Hold, error) {
+	var list kickv1alpha1.KickHoldList
+	if err := s.client.List(ctx, &list, client.InNamespace(s.namespace)); err != nil {
+		return nil, readError("list", "kickholds.kick.corewire.io", s.namespace, err)
+	}
+	return assess.HoldsOf(list.Items), nil
 }
 
 // counted reports whether KICK's freshness check counts a dependency: only

@@ -438,14 +438,14 @@ func TestExplainShowsSettleHaltAndBudget(t *testing.T) {
 	s.policies[0].Spec.Restart = &kickv1alpha1.RestartSpec{MaxConcurrent: ptr.To(intstr.FromInt32(5))}
 	out := explainText(t, analyze(s.facts()))
 	for _, want := range []string{
-		"settle:", "halt:         open: no failed restart halts", "waves:        open: no restart waves",
+		"hold:         open: no KickHold freezes this restart", "settle:", "halt:         open: no failed restart halts", "waves:        open: no restart waves",
 		"budget:       open: restart.maxConcurrent 5: the manager counts",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	order := []string{"suspend:", "settle:", "schedule:", "minInterval:", "halt:", "waves:", "gitOps:", "budget:"}
+	order := []string{"suspend:", "hold:", "settle:", "schedule:", "minInterval:", "halt:", "waves:", "gitOps:", "budget:"}
 	last := -1
 	for _, label := range order {
 		at := strings.Index(out, "  "+label)
@@ -502,5 +502,120 @@ func TestExplainShowsTheWave(t *testing.T) {
 	out = explainText(t, analyze(s.facts()))
 	if want := `waves:        closed: waiting for EarlierWave (at the manager's last evaluation: the workloads no wave selects (2 of 2) waits for wave "canary"`; !strings.Contains(out, want) {
 		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+}
+
+// A KickHold shows as the hold stage, right after suspend: a hold of the
+// namespace or of the workload holds the restart, a hold of a source
+// holds it only while it would bring in that source's change, an expired
+// hold or one of another workload does not, and unreadable holds leave
+// the stage unknown instead of failing the command.
+func TestExplainShowsTheHold(t *testing.T) {
+	expiry := t0.Add(2 * time.Hour)
+	hold := func(kind kickv1alpha1.HoldKind, name, reason string, expires time.Time) assess.Hold {
+		target := kickv1alpha1.HoldTarget{Kind: kind, Name: name}
+		return assess.Hold{Name: kickv1alpha1.HoldName(target), Target: target, Reason: reason, ExpiresAt: expires}
+	}
+	for _, tc := range []struct {
+		name    string
+		stale   bool
+		holds   []assess.Hold
+		err     error
+		reason  string // the gate's reason
+		line    string
+		summary string
+	}{
+		{
+			name: "a namespace hold holds a stale workload", stale: true,
+			holds:  []assess.Hold{hold(kickv1alpha1.HoldNamespace, "", "INC-42: freeze", time.Time{})},
+			reason: string(kickv1alpha1.GateHeld),
+			line: `hold:         closed: waiting for Held (held by KickHold hold-namespace (Namespace): "INC-42: freeze"; ` +
+				`it holds every restart in namespace shop until it is released (kubectl kick release -n shop namespace))`,
+			summary: "waiting for Held",
+		},
+		{
+			name: "a hold of the workload, with an expiry", stale: true,
+			holds:  []assess.Hold{hold(kickv1alpha1.HoldDeployment, "web", "canary under watch", expiry)},
+			reason: string(kickv1alpha1.GateHeld),
+			line: `hold:         closed: waiting for Held until 2026-05-01T12:00:00Z (held by KickHold hold-deployment-web (Deployment/web): "canary under watch"; ` +
+				`it holds every restart of Deployment shop/web until it is released (kubectl kick release -n shop deployment/web) or expires at 2026-05-01T12:00:00Z)`,
+			summary: "waiting for Held until 2026-05-01T12:00:00Z",
+		},
+		{
+			name: "a source hold holds the restart that brings in its change", stale: true,
+			holds:  []assess.Hold{hold(kickv1alpha1.HoldSecret, "db", "INC-42: rotating", time.Time{})},
+			reason: string(kickv1alpha1.GateHeld),
+			line: `hold:         closed: waiting for Held (held by KickHold hold-secret-db (Secret/db): "INC-42: rotating"; ` +
+				`it holds restarts that bring in a change of Secret/db until it is released (kubectl kick release -n shop secret/db))`,
+			summary: "waiting for Held",
+		},
+		{
+			name:    "a source hold does not concern a fresh workload",
+			holds:   []assess.Hold{hold(kickv1alpha1.HoldSecret, "db", "INC-42: rotating", time.Time{})},
+			reason:  string(kickv1alpha1.GateAllowed),
+			line:    "hold:         open: no KickHold freezes this restart; KickHolds in shop: hold-secret-db (Secret/db)\n",
+			summary: "nothing to do: fresh",
+		},
+		{
+			name: "an expired hold and a hold of another workload hold nothing", stale: true,
+			holds: []assess.Hold{hold(kickv1alpha1.HoldDeployment, "api", "api only", time.Time{}),
+				hold(kickv1alpha1.HoldNamespace, "", "over", t0.Add(5*time.Minute))},
+			reason: string(kickv1alpha1.GateAllowed),
+			line: "hold:         open: no KickHold freezes this restart; KickHolds in shop: hold-deployment-api (Deployment/api), " +
+				"hold-namespace (Namespace, expired at 2026-05-01T10:05:00Z)\n",
+			summary: "would restart now",
+		},
+		{
+			name: "holds the caller may not list are unknown", stale: true,
+			err:    readError("list", "kickholds.kick.corewire.io", "shop", forbidden()),
+			reason: gateUnknown,
+			line: `hold:         unknown: cannot read the namespace's KickHolds: permission denied: you need "list" on kickholds.kick.corewire.io in namespace shop ` +
+				`(ask for a Role granting it); the manager applies any hold`,
+			summary: "would restart now unless a KickHold holds it (the KickHolds could not be read)",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newScene()
+			if tc.stale {
+				s.relevantChange(t0.Add(time.Minute))
+			}
+			f := s.facts()
+			f.holds, f.holdsErr = tc.holds, tc.err
+			e := analyze(f)
+			out := explainText(t, e)
+			if e.Gate.Reason != tc.reason || e.Summary != tc.summary {
+				t.Errorf("gate %s, summary %q; want %s, %q", e.Gate.Reason, e.Summary, tc.reason, tc.summary)
+			}
+			if !strings.Contains(out, tc.line) {
+				t.Errorf("output lacks\n%s\n%s", tc.line, out)
+			}
+			if tc.reason == string(kickv1alpha1.GateHeld) && e.Gate.Stage != string(assess.StageHold) {
+				t.Errorf("stage %s, want Hold", e.Gate.Stage)
+			}
+			// -o json carries the holds and the stage.
+			var j struct {
+				Holds []struct {
+					Name, Reason, Release string
+					Active                bool
+					Target                struct{ Kind, Name string }
+				}
+				HoldsError string
+				Gate       struct{ Hold struct{ Open bool } }
+			}
+			b, _ := json.Marshal(e)
+			if err := json.Unmarshal(b, &j); err != nil {
+				t.Fatal(err)
+			}
+			if len(j.Holds) != len(tc.holds) || (tc.err != nil) != (j.HoldsError != "") || j.Gate.Hold.Open != (tc.reason == string(kickv1alpha1.GateAllowed)) {
+				t.Errorf("json %s", b)
+			}
+			for i, h := range j.Holds {
+				want := tc.holds[i]
+				if h.Name != want.Name || h.Reason != want.Reason || h.Target.Kind != string(want.Target.Kind) || h.Target.Name != want.Target.Name ||
+					h.Active != (want.ExpiresAt.IsZero() || f.now.Before(want.ExpiresAt)) || !strings.HasPrefix(h.Release, "kubectl kick release -n shop ") {
+					t.Errorf("json hold %d: %+v, want %+v", i, h, want)
+				}
+			}
+		})
 	}
 }

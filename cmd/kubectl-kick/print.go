@@ -62,6 +62,7 @@ func printExplanation(out io.Writer, e *explanation) {
 		} else {
 			sub("suspend", "no")
 		}
+		sub("hold", "%s", holdText(g.Hold))
 		sub("settle", "%s", stageText(g.Settle))
 		sub("schedule", "%s", scheduleText(g.Schedule))
 		sub("minInterval", "%s", minIntervalText(g.MinInterval))
@@ -185,6 +186,15 @@ func stageText(s stageResult) string {
 		w += " until " + formatTime(*s.Next)
 	}
 	return w + " (" + s.Message + ")"
+}
+
+// holdText is the hold stage's answer; "unknown" when the KickHolds could
+// not be read.
+func holdText(s stageResult) string {
+	if s.Reason == gateUnknown {
+		return "unknown: " + s.Message
+	}
+	return stageText(s)
 }
 
 func scheduleText(s scheduleResult) string {

@@ -141,6 +141,28 @@ schedule:
 		want("deny", apply("deny", secretYAML(ns, "batch-cfg", secretKey, secretValue2)),
 			"kick: restarts deployment/batch when the Deny window ends at "+denyEnd)
 	})
+	t.Run("a held Secret's write names the hold", func(t *testing.T) {
+		target := kickv1alpha1.HoldTarget{Kind: kickv1alpha1.HoldSecret, Name: "db"}
+		hold := &kickv1alpha1.KickHold{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: kickv1alpha1.HoldName(target)},
+			Spec: kickv1alpha1.KickHoldSpec{Target: target, Reason: "INC-42: rotating"}}
+		f.Create(hold)
+		defer func() { _ = env.Client.Delete(f.Ctx, hold) }() // the later cases write db unheld
+		heldWeb := `kick: restarts deployment/web once KickHold hold-secret-db is released: "INC-42: rotating"`
+		dryRun := func() []string {
+			return apply("held", secretYAML(ns, "db", secretKey, secretValue2), "--dry-run=server")
+		}
+		cluster.Eventually(t, 30*time.Second, "the preflight to name the hold", func() (bool, error) {
+			got := dryRun()
+			return slices.Equal(got, []string{heldWeb}), fmt.Errorf("warnings %q", got)
+		})
+		if err := env.Client.Delete(f.Ctx, hold); err != nil {
+			t.Fatal(err)
+		}
+		cluster.Eventually(t, 30*time.Second, "the preflight to forget the released hold", func() (bool, error) {
+			got := dryRun()
+			return slices.Equal(got, []string{restartsWeb}), fmt.Errorf("warnings %q", got)
+		})
+	})
 	cluster.Eventually(t, 30*time.Second, "KICK to record the new content of batch-cfg", func() (bool, error) {
 		var rec kickv1alpha1.SourceObservation
 		err := env.Client.Get(f.Ctx, client.ObjectKeyFromObject(batchRecord), &rec)

@@ -44,6 +44,8 @@ type StageResult struct {
 	Next time.Time
 	// DenyWindow is set when a Deny window holds the schedule stage closed.
 	DenyWindow bool
+	// Held is the KickHold that holds the hold stage closed, if one does.
+	Held *Hold
 }
 
 // Gate is the gate's answer: the first stage that holds the restart back,

@@ -97,7 +97,7 @@ func holdStage(f Facts, latest freshness.Change, deps []DependencyResult) StageR
 
 // held is the hold stage's answer for a restart that hold h freezes.
 func held(f Facts, h Hold, what string) StageResult {
-	r := StageResult{Stage: StageHold, Reason: kickv1alpha1.GateHeld, Next: h.ExpiresAt,
+	r := StageResult{Stage: StageHold, Reason: kickv1alpha1.GateHeld, Next: h.ExpiresAt, Held: &h,
 		Message: fmt.Sprintf("held by KickHold %s (%s): %q; it holds %s until it is released (%s)",
 			h.Name, h.Target, h.Reason, what, h.ReleaseCommand(f.Target.Namespace))}
 	if !h.ExpiresAt.IsZero() {

@@ -237,7 +237,7 @@ func outcome(c Consumer, kind string) (Outcome, bool) {
 		o.Restart = false
 		o.Text = fmt.Sprintf("no restart of %s while policy %s is suspended", c.Ref(), policy)
 	case g.Stage == assess.StageHold:
-		o.Text = fmt.Sprintf("restarts %s only once the hold is released: %s", c.Ref(), g.Message)
+		o.Text = holdText(c, g)
 	case g.Stage == assess.StageSettle:
 		o.Text = fmt.Sprintf("restarts %s at %s, once the sources are quiet for restart.settle (policy %s)", c.Ref(), When(g.Until), policy)
 	case g.Stage == assess.StageSchedule:
@@ -267,6 +267,21 @@ func scheduleText(c Consumer, g assess.Gate, policy string) (string, bool) {
 		return fmt.Sprintf("no restart of %s: no Allow window of policy %s opens again", c.Ref(), policy), false
 	}
 	return fmt.Sprintf("restarts %s when an Allow window opens at %s", c.Ref(), When(g.Until)), false
+}
+
+// holdText words a KickHold that holds the restart back: its name and
+// when it ends first, its reason (tenant text, cut first) last.
+func holdText(c Consumer, g assess.Gate) string {
+	s, _ := g.StageResult(assess.StageHold)
+	h := s.Held
+	if h == nil {
+		return fmt.Sprintf("restarts %s once the hold stage opens (%s)", c.Ref(), g.Message)
+	}
+	ends := "is released"
+	if !h.ExpiresAt.IsZero() {
+		ends = "is released or expires (" + When(h.ExpiresAt) + ")"
+	}
+	return fmt.Sprintf("restarts %s once KickHold %s %s: %q", c.Ref(), h.Name, ends, h.Reason)
 }
 
 // gitOpsText words a GitOps stage that holds the restart back.

@@ -40,6 +40,14 @@ func assessed(name string, mutate ...func(*assess.Facts)) Consumer {
 
 func spec(f *assess.Facts) *kickv1alpha1.KickPolicySpec { return &f.Policies[0].Spec }
 
+// held adds a KickHold of the workload's namespace.
+func held(kind kickv1alpha1.HoldKind, name, reason string, expires time.Time) func(*assess.Facts) {
+	return func(f *assess.Facts) {
+		t := kickv1alpha1.HoldTarget{Kind: kind, Name: name}
+		f.Holds = append(f.Holds, assess.Hold{Name: kickv1alpha1.HoldName(t), Target: t, Reason: reason, ExpiresAt: expires})
+	}
+}
+
 func TestWordingPerStage(t *testing.T) {
 	argo := func(reason kickv1alpha1.GateReason, until time.Time, requireReconciled bool) func(*assess.Facts) {
 		return func(f *assess.Facts) {
@@ -75,6 +83,14 @@ func TestWordingPerStage(t *testing.T) {
 		{"argo cd sync window, requireReconciled off", argo(kickv1alpha1.GateOutsideSchedule, time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC), false),
 			"kick: restarts deployment/web when Argo CD app shop-api may sync (sync window closed until 2026-12-02T06:00Z)"},
 		{"argo cd out of sync", argo(kickv1alpha1.GateOwnerOutOfSync, time.Time{}, true), "kick: restarts deployment/web after Argo CD app shop-api is Synced"},
+		{"a hold of the written secret", held(kickv1alpha1.HoldSecret, "db", "INC-42: rotating", time.Time{}),
+			`kick: restarts deployment/web once KickHold hold-secret-db is released: "INC-42: rotating"`},
+		{"a hold of the namespace, with an expiry", held(kickv1alpha1.HoldNamespace, "", "INC-42", now.Add(2*time.Hour)),
+			`kick: restarts deployment/web once KickHold hold-namespace is released or expires (2026-12-02T00:00Z): "INC-42"`},
+		{"a hold of the workload, with a long reason cut last", held(kickv1alpha1.HoldDeployment, "web", strings.Repeat("long story ", 20), time.Time{}),
+			`kick: restarts deployment/web once KickHold hold-deployment-web is released: "long story long story long story long st…`},
+		{"a hold of another source", held(kickv1alpha1.HoldSecret, "cache", "INC-42", time.Time{}), "kick: restarts deployment/web now (policy default)"},
+		{"an expired hold", held(kickv1alpha1.HoldNamespace, "", "INC-42", now.Add(-time.Second)), "kick: restarts deployment/web now (policy default)"},
 		{"rollout in progress", func(f *assess.Facts) { f.Rollout.Complete = false },
 			"kick: restarts deployment/web once its current rollout completes (policy default)"},
 		{"ambiguous", func(f *assess.Facts) {

@@ -239,9 +239,12 @@
 
   // markOf is the marker an entry gets: its type, except for a halted
   // fan-out: "halt" on the lane of the workload whose failed rollout halted
-  // it (the RolloutHalted Event), "held" on the lanes it holds (their gate).
+  // it (the RolloutHalted Event), "held" on the lanes it holds (their gate);
+  // and for a person's KickHold: "hold" on the lanes it holds (their gate
+  // with reason Held, and the HeldByKickHold Event).
   function markOf(e) {
     if (e.reason === "RolloutHalted") return e.type === "gate" ? "held" : "halt";
+    if ((e.type === "gate" && e.reason === "Held") || e.reason === "HeldByKickHold") return "hold";
     return e.type;
   }
 
@@ -253,6 +256,11 @@
         const r = type === "halt" ? 7 : 5, k = r * 0.414;
         const pts = [[-k, -r], [k, -r], [r, -k], [r, k], [k, r], [-k, r], [-r, k], [-r, -k]];
         return el("polygon", { points: pts.map(([dx, dy]) => `${cx + dx},${cy + dy}`).join(" "), class: cls }, parent);
+      }
+      case "hold": {
+        // Two bars, as a pause sign: a person paused these restarts.
+        const bar = (x0) => `M${x0},${cy - 6}h3.5v12h-3.5z`;
+        return el("path", { d: bar(cx - 5) + bar(cx + 1.5), class: cls }, parent);
       }
       case "change": return el("polygon", { points: `${cx},${cy - 7} ${cx + 7},${cy} ${cx},${cy + 7} ${cx - 7},${cy}`, class: cls }, parent);
       case "restart": return el("polygon", { points: `${cx - 6},${cy - 7} ${cx + 7},${cy} ${cx - 6},${cy + 7}`, class: cls }, parent);
@@ -382,13 +390,15 @@
     for (const b of document.querySelectorAll("#presets button")) b.classList.toggle("on", b.dataset.range === r);
   }
 
+  // LEGEND names the markers that are not an entry type.
+  const LEGEND = { held: "held by a halt", hold: "held by a KickHold" };
   function legend() {
     const box = $("legend");
-    for (const t of TYPES.concat(["halt", "held"])) {
+    for (const t of TYPES.concat(["halt", "held", "hold"])) {
       const s = h("span", "", undefined, box);
       const svg = el("svg", { width: 16, height: 16 }, s);
       marker(t, 8, 8, "marker m-" + t, svg);
-      s.appendChild(document.createTextNode(" " + t));
+      s.appendChild(document.createTextNode(" " + (LEGEND[t] || t)));
     }
   }
 

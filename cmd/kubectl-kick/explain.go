@@ -371,8 +371,10 @@ func readError(verb, resource, namespace string, err error) error {
 		return fmt.Errorf("permission denied: you need %q on %s in namespace %s (ask for a Role granting it)", verb, resource, namespace)
 	case apierrors.IsUnauthorized(err):
 		return fmt.Errorf("not authenticated to the cluster; check your kubeconfig and credentials: %v", err)
-	case meta.IsNoMatchError(err) || isMissingResource(err):
+	case (meta.IsNoMatchError(err) || isMissingResource(err)) && strings.HasSuffix(resource, kickv1alpha1.GroupVersion.Group):
 		return fmt.Errorf("the %s API is not installed in this cluster; install KICK first: %v", resource, err)
+	case meta.IsNoMatchError(err) || isMissingResource(err):
+		return fmt.Errorf("the %s API is not installed in this cluster: %v", resource, err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("the API server did not answer in time: %v", err)
 	}

@@ -271,7 +271,7 @@ func TestExplain(t *testing.T) {
 	}{
 		{[]string{"explain", "deployment/nope"}, 1, "kubectl kick: deployment/nope not found in namespace " + f.NS + "\n"},
 		{[]string{"explain", "sts/nope"}, 1, "statefulset/nope not found in namespace " + f.NS},
-		{[]string{"explain", "rollout/canary"}, 1, "explain does not support kind Rollout"},
+		{[]string{"explain", "rollout/canary"}, 1, "the rollouts.argoproj.io API is not installed in this cluster"},
 		{[]string{"explain", "deployment/fresh", "--as", "system:serviceaccount:" + f.NS + ":nobody"}, 1,
 			`permission denied: you need "get" on deployments.apps in namespace ` + f.NS},
 		{[]string{"explain"}, 2, "explain needs KIND/NAME"},

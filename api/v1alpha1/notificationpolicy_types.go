@@ -134,11 +134,13 @@ type RollUpStatus struct {
 	Since NanoTime `json:"since"`
 
 	// Sent lists the changes at or after Since whose summary was sent (or
-	// given up after its retries), oldest first.
+	// given up after its retries), oldest first. Written as null when empty,
+	// so a merge patch clears it.
 	// +optional
+	// +nullable
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=256
-	Sent []SourceChange `json:"sent,omitempty"`
+	Sent []SourceChange `json:"sent"`
 }
 
 // WebhookMethod is the HTTP method used for deliveries.

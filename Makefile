@@ -198,8 +198,8 @@ else
 endif
 
 .PHONY: bench-fanout
-bench-fanout: control-plane build ## fan-out: 500 Deployments share one Secret, one change, with restart.maxConcurrent 10 and with no limit; writes bench-fanout.json and docs/images/fanout.png
-	$(GO) run ./integration/bench -bin-dir $(K8S_BIN) -fanout "$(or $(BUDGETS),10$(comma)none)" -json bench-fanout.json -plot docs/images/fanout.png $(BENCH_FLAGS)
+bench-fanout: control-plane build ## fan-out: 500 Deployments share one Secret, one change, with restart.maxConcurrent 10, with no limit, and with 10 in waves (canary of 5, bake 20s, then main); writes bench-fanout.json and docs/images/fanout.png
+	$(GO) run ./integration/bench -bin-dir $(K8S_BIN) -fanout "$(or $(BUDGETS),10$(comma)none$(comma)10+waves)" -json bench-fanout.json -plot docs/images/fanout.png $(BENCH_FLAGS)
 
 comma := ,
 .PHONY: bench-scale

@@ -167,6 +167,12 @@ func (d *dispatcher) apply(p *kickv1alpha1.NotificationPolicy, m matcher, cfg *d
 	}
 	st.generation, st.cfg, st.problem = p.Generation, cfg, prob
 	st.sel.Store(sel)
+	switch {
+	case sel.rollUp == nil && st.ledger != nil:
+		st.ledger, st.dirty = nil, true
+	case sel.rollUp != nil && st.ledger == nil:
+		st.ledger, st.dirty = ledgerOf(p, time.Now()), true
+	}
 	if st.written != st.generation {
 		st.dirty, st.urgent = true, true
 	}
@@ -253,7 +259,6 @@ func (d *dispatcher) announce(st *policyState, c metav1.Condition) {
 // for a policy that has none yet, at now, so a new policy gets no history.
 func (d *dispatcher) startFrom(st *policyState, p *kickv1alpha1.NotificationPolicy, now time.Time) {
 	h := p.Status.HandledThrough
-	st.rollFrom = now
 	if h == nil {
 		st.floor = now
 		return
@@ -261,7 +266,5 @@ func (d *dispatcher) startFrom(st *policyState, p *kickv1alpha1.NotificationPoli
 	st.floor = h.Time
 	if d.opts.Replay != nil && d.opts.ReplayWindow > 0 {
 		st.replaying, st.replayFrom = true, replayFrom(h.Time, now, d.opts.ReplayWindow)
-		// Summaries that fell due since the watermark are sent (again), as replayed events are.
-		st.rollFrom = st.replayFrom
 	}
 }

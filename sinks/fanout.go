@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/router"
 	"github.com/kick-operator/kick/sinks/format"
 	"github.com/kick-operator/kick/sinks/rollup"
@@ -42,12 +43,15 @@ type rollUpSettings struct {
 }
 
 // rollState is what a policy's roll-up loop remembers between two looks. Only that loop reads
-// and writes it.
+// and writes it. What has been sent is in the policy's ledger (policyState.ledger), which is
+// durable.
 type rollState struct {
-	sent    map[rollup.Key]bool // summaries sent (or skipped) whose group is still in the cache
 	evicted map[rollup.Key]bool // open groups given up to keep within MaxOpenRollUps
-	holds   []time.Time         // what this loop added to the policy's pending times
-	from    time.Time           // groups whose summary time is before this are not sent
+	open    map[rollup.Key]bool // the groups open at the last look
+}
+
+func newRollState() *rollState {
+	return &rollState{evicted: map[rollup.Key]bool{}, open: map[rollup.Key]bool{}}
 }
 
 // pokeRollUp wakes st's roll-up loop when a request of its namespace changed phase.
@@ -94,12 +98,13 @@ func (d *dispatcher) rollUps(ctx context.Context, st *policyState, rs *rollState
 }
 
 // rollUpOnce looks at the fan-outs once at now, sends the summaries that are due and returns
-// when to look again at the latest.
+// when to look again at the latest. Each summary sent is recorded in the policy's ledger,
+// which the status flusher writes at once; the ledger's Since then moves on, held by every
+// fan-out not summarized yet (rollup.Ledger).
 func (d *dispatcher) rollUpOnce(ctx context.Context, st *policyState, rs *rollState, now time.Time) time.Time {
 	next := now.Add(d.opts.RollUpInterval)
 	sel := st.selection()
 	if sel.rollUp == nil {
-		d.setHolds(st, rs, nil)
 		return next
 	}
 	members, err := d.opts.FanOuts.Members(ctx, st.key.Namespace)
@@ -111,23 +116,26 @@ func (d *dispatcher) rollUpOnce(ctx context.Context, st *policyState, rs *rollSt
 	}
 	members = selected(members, sel.match.selector)
 	groups := rollup.Build(members)
-
-	st.mu.Lock()
-	from := rs.from
-	if st.floor.After(from) {
-		from = st.floor
+	handled, ok := st.handled(groups)
+	if !ok {
+		return next // rollUp was just turned off
 	}
-	st.mu.Unlock()
 	var (
 		due     []format.Summary
-		holds   []time.Time // of the open groups
-		open    int
+		hold    = rollup.Unanswered(members) // fan-outs no restart answered yet
+		open    = make(map[rollup.Key]bool)
 		evicted int64
 		present = make(map[rollup.Key]bool, len(groups))
 	)
-	for _, g := range groups { // newest change first
+	for i, g := range groups { // newest change first
 		present[g.Key] = true
-		if rs.sent[g.Key] || rs.evicted[g.Key] {
+		if handled[i] {
+			if rs.open[g.Key] {
+				evicted++ // the ledger's bound gave it up while it was open
+			}
+			continue
+		}
+		if rs.evicted[g.Key] {
 			continue
 		}
 		at, isDue := rollup.Due(g, sel.rollUp.maxWait, now)
@@ -138,22 +146,22 @@ func (d *dispatcher) rollUpOnce(ctx context.Context, st *policyState, rs *rollSt
 			at, isDue = rollup.Due(g, sel.rollUp.maxWait, now)
 		}
 		switch {
-		case isDue && at.Before(from):
-			rs.sent[g.Key] = true // handled before this manager, or before the policy existed
 		case isDue:
 			due = append(due, summaryOf(st, g, at))
-		case open >= d.opts.MaxOpenRollUps:
+		case len(open) >= d.opts.MaxOpenRollUps:
 			rs.evicted[g.Key] = true
 			evicted++
 		default:
-			open++
-			holds = append(holds, rollup.Hold(g))
+			open[g.Key] = true
+			if hold.IsZero() || g.ChangedAt.Before(hold) {
+				hold = g.ChangedAt
+			}
 			if c := rollup.NextCheck(g, sel.rollUp.maxWait); c.Before(next) {
 				next = c
 			}
 		}
 	}
-	forgetAbsent(rs.sent, present)
+	rs.open = open
 	forgetAbsent(rs.evicted, present)
 	if evicted > 0 {
 		st.mu.Lock()
@@ -163,17 +171,50 @@ func (d *dispatcher) rollUpOnce(ctx context.Context, st *policyState, rs *rollSt
 		d.metrics.rollUpsEvicted.Add(float64(evicted))
 		d.log.Info("gave up following fan-outs: too many open at once", "namespace", st.key.Namespace, "policy", st.key.Name, "evicted", evicted, "max", d.opts.MaxOpenRollUps)
 	}
-	// Oldest first; each unsent summary holds the watermark at its time.
 	slices.SortStableFunc(due, func(a, b format.Summary) int { return a.Time.Compare(b.Time) })
-	for i := range due {
-		d.setHolds(st, rs, append(slices.Clip(holds), summaryTimes(due[i:])...))
-		if !d.sendSummary(ctx, st, due[i]) {
-			return next // stopping: the holds keep the watermark before what was not sent
+	for _, s := range due {
+		if !d.sendSummary(ctx, st, s) {
+			return next // stopping: the ledger still holds what was not sent
 		}
-		rs.sent[summaryKey(due[i])] = true
+		d.recordSummary(st, summaryKey(s))
 	}
-	d.setHolds(st, rs, holds)
+	st.mu.Lock()
+	if st.ledger != nil && st.ledger.Advance(now, hold) {
+		st.dirty = true
+	}
+	st.mu.Unlock()
 	return next
+}
+
+// handled reports, for each group, whether the policy's ledger says its summary needs no
+// sending; false when the policy has no ledger (no spec.rollUp).
+func (st *policyState) handled(groups []rollup.Group) ([]bool, bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.ledger == nil {
+		return nil, false
+	}
+	out := make([]bool, len(groups))
+	for i, g := range groups {
+		out[i] = st.ledger.Handled(g.Key)
+	}
+	return out, true
+}
+
+// recordSummary notes in the ledger that the summary of k was sent, and has the status
+// (where the ledger is kept) written at once: a manager that dies before the write sends the
+// summary again, with the same id.
+func (d *dispatcher) recordSummary(st *policyState, k rollup.Key) {
+	st.mu.Lock()
+	if st.ledger != nil {
+		st.ledger.Record(k)
+		st.dirty, st.urgent = true, true
+	}
+	st.mu.Unlock()
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
 }
 
 // withPending counts in g the consumers of its source that the policy selects and KICK has not
@@ -218,21 +259,6 @@ func forgetAbsent(m map[rollup.Key]bool, present map[rollup.Key]bool) {
 	}
 }
 
-// setHolds replaces what rs added to st's pending times by holds: the watermark stays before
-// the summary of every open or unsent group.
-func (d *dispatcher) setHolds(st *policyState, rs *rollState, holds []time.Time) {
-	st.mu.Lock()
-	for _, t := range rs.holds {
-		st.pending.done(t)
-	}
-	for _, t := range holds {
-		st.pending.add(t)
-	}
-	st.rollPrimed = true
-	st.mu.Unlock()
-	rs.holds = append(rs.holds[:0], holds...)
-}
-
 func summaryOf(st *policyState, g rollup.Group, at time.Time) format.Summary {
 	return format.Summary{
 		Policy:         string(st.uid),
@@ -250,14 +276,6 @@ func summaryOf(st *policyState, g rollup.Group, at time.Time) format.Summary {
 		LastCompletion: g.LastCompletion,
 		Time:           at,
 	}
-}
-
-func summaryTimes(ss []format.Summary) []time.Time {
-	out := make([]time.Time, len(ss))
-	for i, s := range ss {
-		out[i] = s.Time
-	}
-	return out
 }
 
 func summaryKey(s format.Summary) rollup.Key {
@@ -284,4 +302,37 @@ func (d *dispatcher) sendSummary(ctx context.Context, st *policyState, s format.
 	}
 	d.record(st, cfg, gen, out)
 	return true
+}
+
+// ledgerOf is the roll-up ledger kept in p's status. A policy that has none yet starts it at
+// its watermark (a policy that delivered before it asked for summaries gets none for older
+// changes) or, when it never had a status, at its creation.
+func ledgerOf(p *kickv1alpha1.NotificationPolicy, now time.Time) *rollup.Ledger {
+	if r := p.Status.RollUp; r != nil {
+		keys := make([]rollup.Key, 0, len(r.Sent))
+		for _, c := range r.Sent {
+			keys = append(keys, rollup.Key{Namespace: p.Namespace, Source: rollup.Source{Kind: string(c.Kind), Name: c.Name}, ChangedAt: c.ChangedAt.Time})
+		}
+		return rollup.NewLedger(r.Since.Time, keys)
+	}
+	since := now
+	switch {
+	case p.Status.HandledThrough != nil:
+		since = p.Status.HandledThrough.Time
+	case !p.CreationTimestamp.IsZero():
+		since = p.CreationTimestamp.Time
+	}
+	return rollup.NewLedger(since, nil)
+}
+
+// rollUpStatus is the status.rollUp that stores l; nil (no field) without a ledger.
+func rollUpStatus(l *rollup.Ledger) *kickv1alpha1.RollUpStatus {
+	if l == nil {
+		return nil
+	}
+	out := &kickv1alpha1.RollUpStatus{Since: kickv1alpha1.NewNanoTime(l.Since())}
+	for _, k := range l.Sent() {
+		out.Sent = append(out.Sent, kickv1alpha1.SourceChange{Kind: kickv1alpha1.SourceKind(k.Source.Kind), Name: k.Source.Name, ChangedAt: kickv1alpha1.NewNanoTime(k.ChangedAt)})
+	}
+	return out
 }

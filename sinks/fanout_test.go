@@ -94,7 +94,7 @@ func rollUpDispatcher(t *testing.T, src FanOutSource, p *kickv1alpha1.Notificati
 		m(&d.opts)
 	}
 	st := applyPolicy(t, d, p, mustBuild(t, p, nil), nil)
-	return d, st, &rollState{sent: map[rollup.Key]bool{}, evicted: map[rollup.Key]bool{}, from: st.rollFrom}
+	return d, st, newRollState()
 }
 
 func summaries(t *testing.T, rc *receiver) []format.SummaryPayload {
@@ -185,79 +185,71 @@ func TestRollUpOnePerChange(t *testing.T) {
 	}
 }
 
-// TestRollUpHoldsWatermark: while a fan-out is open its summary holds the watermark, so a
-// manager that stops before sending it sends it after its restart; once sent, it lets go.
-func TestRollUpHoldsWatermark(t *testing.T) {
-	rc := newReceiver(t, status(http.StatusOK))
-	p := rollUpPolicy(rc.URL, kickv1alpha1.RollUpAlso)
-	src := &fakeFanOuts{}
-	d, st, rs := rollUpDispatcher(t, src, p)
-	st.rollPending = true // as startWorkerLocked sets it
-
-	a := time.Now().Add(time.Second)
-	first := a.Add(30 * time.Second).Truncate(time.Second)
-	src.set(member(webTLS, a, rollup.Succeeded, first, nil), member(webTLS, a, rollup.InProgress, time.Time{}, nil))
-	handled := func(now time.Time) time.Time {
-		st.mu.Lock()
-		defer st.mu.Unlock()
-		return st.watermarkLocked(now)
+// storedStatus is the status a flush at now writes for st, as the API server would return it.
+func storedStatus(t *testing.T, st *policyState, now time.Time) kickv1alpha1.NotificationPolicyStatus {
+	t.Helper()
+	data, err := json.Marshal(flushAt(st, now)["status"])
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := handled(a.Add(time.Hour)); !got.Equal(st.floor) {
-		t.Fatalf("watermark %v moved before the roll-up loop looked (floor %v)", got, st.floor)
+	var out kickv1alpha1.NotificationPolicyStatus
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
 	}
-	d.rollUpOnce(context.Background(), st, rs, a.Add(time.Minute))
-	if got := handled(a.Add(time.Hour)); !got.Equal(first) {
-		t.Fatalf("watermark %v with A open, want its first completion %v", got, first)
-	}
-	done := a.Add(2 * time.Minute).Truncate(time.Second)
-	src.set(member(webTLS, a, rollup.Succeeded, first, nil), member(webTLS, a, rollup.Succeeded, done, nil))
-	d.rollUpOnce(context.Background(), st, rs, done.Add(rollup.Settle))
-	if len(rc.seen()) != 1 {
-		t.Fatalf("%d summaries, want 1", len(rc.seen()))
-	}
-	if got, now := handled(done.Add(time.Hour)), done.Add(time.Hour); !got.Equal(now.Add(-publishLag)) {
-		t.Fatalf("watermark %v after the summary was sent, want now-publishLag", got)
-	}
+	return out
 }
 
-// TestRollUpAfterRestart: a new leader sends the summaries due since the policy's watermark (a
-// previous leader may not have sent them; same id if it did) and not those before it.
-func TestRollUpAfterRestart(t *testing.T) {
+// TestRollUpAcrossRestart: the policy's status records each summary sent. A new leader that
+// reads it sends the summaries not recorded and none that are; one sent by a leader that died
+// before writing the record comes again, with the same id. Replay of per-request events plays
+// no part.
+func TestRollUpAcrossRestart(t *testing.T) {
+	rc := newReceiver(t, status(http.StatusOK))
+	p := rollUpPolicy(rc.URL, kickv1alpha1.RollUpOnly)
 	now := time.Now()
-	a := now.Add(-30 * time.Minute)
-	b := now.Add(-10 * time.Minute)
-	doneA := a.Add(time.Minute).Truncate(time.Second)
-	doneB := b.Add(time.Minute).Truncate(time.Second)
+	p.Status.HandledThrough = &metav1.Time{Time: now.Add(-time.Hour)} // a policy that has delivered for a while
+	a, b := now.Add(-5*time.Minute), now.Add(-2*time.Minute)
+	doneA, doneB := a.Add(time.Minute).Truncate(time.Second), now.Add(time.Minute).Truncate(time.Second)
 	src := &fakeFanOuts{}
-	src.set(member(webTLS, a, rollup.Succeeded, doneA, nil), member(dbPass, b, rollup.Failed, doneB, nil))
-	for _, tc := range []struct {
-		name    string
-		handled time.Time
-		replay  bool
-		want    []string
-	}{
-		{"watermark between the two", doneA.Add(time.Second), true, []string{"db"}},
-		{"watermark before both", doneA.Add(-time.Second), true, []string{"web-tls", "db"}},
-		{"replay off", doneA.Add(-time.Second), false, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			rc := newReceiver(t, status(http.StatusOK))
-			p := rollUpPolicy(rc.URL, kickv1alpha1.RollUpOnly)
-			p.Status.HandledThrough = &metav1.Time{Time: tc.handled}
-			d, st, rs := rollUpDispatcher(t, src, p, func(o *Options) {
-				if tc.replay {
-					o.Replay, o.ReplayWindow = &fakeReplay{}, time.Hour
-				}
-			})
-			d.rollUpOnce(context.Background(), st, rs, now)
-			var names []string
-			for _, s := range summaries(t, rc) {
-				names = append(names, s.Source.Name)
-			}
-			if !reflect.DeepEqual(names, tc.want) {
-				t.Fatalf("sent %v, want %v", names, tc.want)
-			}
-		})
+	src.set(member(webTLS, a, rollup.Succeeded, doneA, nil), member(dbPass, b, rollup.InProgress, time.Time{}, nil))
+	ctx := context.Background()
+
+	d, st, rs := rollUpDispatcher(t, src, p)
+	d.rollUpOnce(ctx, st, rs, now)
+	written := storedStatus(t, st, now) // A recorded
+	if r := written.RollUp; r == nil || len(r.Sent) != 1 || r.Sent[0].Name != "web-tls" || !r.Sent[0].ChangedAt.Equal(a) {
+		t.Fatalf("status.rollUp %+v, want A recorded", r)
+	}
+
+	// B finishes while no manager runs.
+	src.set(member(webTLS, a, rollup.Succeeded, doneA, nil), member(dbPass, b, rollup.Succeeded, doneB, nil))
+	later := doneB.Add(rollup.Settle)
+	restart := func(s kickv1alpha1.NotificationPolicyStatus) *policyState {
+		q := p.DeepCopy()
+		q.Status = s
+		d, st, rs := rollUpDispatcher(t, src, q)
+		d.rollUpOnce(ctx, st, rs, later)
+		d.rollUpOnce(ctx, st, rs, later.Add(time.Minute))
+		return st
+	}
+	st2 := restart(written)
+	var names []string
+	for _, s := range summaries(t, rc) {
+		names = append(names, s.Source.Name)
+	}
+	if !reflect.DeepEqual(names, []string{"web-tls", "db"}) {
+		t.Fatalf("summaries %v after a restart, want web-tls once, then db", names)
+	}
+	if r := storedStatus(t, st2, later).RollUp; r == nil || len(r.Sent) != 2 {
+		t.Fatalf("status.rollUp %+v, want A and B recorded", r)
+	}
+
+	// A leader that sent B and died before writing its record: the next one sends B again,
+	// under the same id, and A not.
+	restart(written)
+	seen := rc.seen()
+	if len(seen) != 3 || seen[2].header.Get("webhook-id") != seen[1].header.Get("webhook-id") {
+		t.Fatalf("%d deliveries, want B's sent again under its id", len(seen))
 	}
 }
 

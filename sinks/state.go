@@ -12,6 +12,7 @@ import (
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/router"
+	"github.com/kick-operator/kick/sinks/rollup"
 )
 
 // policyState is the dispatcher's view of one NotificationPolicy: what to match and how to
@@ -51,10 +52,8 @@ type policyState struct {
 	replayFrom time.Time    // what the worker replays starts here
 
 	// Fan-out summaries (spec.rollUp): see rollUps.
-	rollWake       chan struct{} // wakes the roll-up loop; not guarded
-	rollFrom       time.Time     // summaries due before this are not sent (handled, or no history)
-	rollPending    bool          // the roll-up loop runs and has not looked yet: the watermark stays at floor
-	rollPrimed     bool          // the roll-up loop looked once
+	rollWake       chan struct{}  // wakes the roll-up loop; not guarded
+	ledger         *rollup.Ledger // what has been summarized (status.rollUp); nil without spec.rollUp
 	rollUpsEvicted int64
 }
 
@@ -100,7 +99,7 @@ func (st *policyState) accept(ev router.Event) bool {
 
 // watermarkLocked is the status.handledThrough to write at now. Callers hold mu.
 func (st *policyState) watermarkLocked(now time.Time) time.Time {
-	if st.replaying || (st.rollPending && !st.rollPrimed) {
+	if st.replaying {
 		return st.floor
 	}
 	return watermark(now, st.floor, st.pending)
@@ -191,6 +190,7 @@ func (st *policyState) statusPatch(now time.Time) map[string]any {
 			"lastError":          lastError,
 			"handledThrough":     metav1.NewTime(st.floor),
 			"rollUpsEvicted":     st.rollUpsEvicted,
+			"rollUp":             rollUpStatus(st.ledger),
 			"conditions":         conditions,
 		},
 	}

@@ -7,7 +7,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kick-operator/kick/router"
-	"github.com/kick-operator/kick/sinks/rollup"
 )
 
 // startWorkerLocked starts st's worker when the dispatcher runs. Callers hold d.mu.
@@ -19,11 +18,7 @@ func (d *dispatcher) startWorkerLocked(st *policyState) {
 	st.stop = cancel
 	go d.work(ctx, st)
 	if d.opts.FanOuts != nil {
-		st.mu.Lock()
-		st.rollPending = true
-		rs := &rollState{sent: map[rollup.Key]bool{}, evicted: map[rollup.Key]bool{}, from: st.rollFrom}
-		st.mu.Unlock()
-		go d.rollUps(ctx, st, rs)
+		go d.rollUps(ctx, st, newRollState())
 	}
 }
 

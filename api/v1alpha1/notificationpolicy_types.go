@@ -121,6 +121,28 @@ func (r *RollUpSpec) RollUpWait() time.Duration {
 	return r.MaxWait.Duration
 }
 
+// RollUpStatus records which fan-outs a policy has summarized. Every change
+// at or after Since gets a summary unless Sent lists it. The manager moves
+// Since forward only past changes it has summarized or that are older than
+// any fan-out it can still see (10 minutes back at least), and writes a
+// summary into Sent right after sending it: a crash between the two sends it
+// again, with the same id.
+type RollUpStatus struct {
+	// Since is the time from which changes are summarized: changes before it
+	// happened before the policy asked for summaries, or were summarized and
+	// forgotten.
+	Since NanoTime `json:"since"`
+
+	// Sent lists the changes at or after Since whose summary was sent (or
+	// given up after its retries), oldest first. Written as null when empty,
+	// so a merge patch clears it.
+	// +optional
+	// +nullable
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	Sent []SourceChange `json:"sent"`
+}
+
 // WebhookMethod is the HTTP method used for deliveries.
 // +kubebuilder:validation:Enum=POST;PUT
 type WebhookMethod string
@@ -400,6 +422,12 @@ type NotificationPolicyStatus struct {
 	// at once (their restarts go on; only the summary is not sent).
 	// +optional
 	RollUpsEvicted int64 `json:"rollUpsEvicted,omitempty"`
+
+	// RollUp is the record of the fan-out summaries (spec.rollUp), so that
+	// each change's summary is sent once across manager restarts and
+	// leader changes. Absent without spec.rollUp.
+	// +optional
+	RollUp *RollUpStatus `json:"rollUp,omitempty"`
 
 	// HandledThrough is the policy's delivery watermark: every matching
 	// event with an earlier time has been delivered or given up (failed

@@ -25,6 +25,13 @@ import (
 // at once counted from the Deployments' own status (package rolloutwatch), the
 // API calls and writes per restart from KICK's client metrics, and KICK's
 // memory. -plot draws the rollouts in progress over time.
+//
+// A budget written "10+waves" also orders the restarts in two waves: a
+// canary of fanoutCanary Deployments that must stay available for
+// fanoutBake, then the rest (wave main). The run then also reports when the
+// canary's last rollout completed and when the first restart of main began:
+// the gap between the two, less the bake, is the hand-over cost.
+// -fanout-bake replaces the canary's bake.
 
 // Defaults of a fan-out run (20 Deployments with -quick); -deployments and
 // -unused-secrets on the command line replace them.
@@ -32,6 +39,9 @@ const (
 	fanoutDeployments = 500
 	fanoutUnused      = 0
 	fanoutTimeout     = 20 * time.Minute
+
+	fanoutCanary = 5                // Deployments of the canary wave
+	fanoutBake   = 20 * time.Second // the canary's bake
 )
 
 // FanoutResults is the JSON of a -fanout run.
@@ -46,7 +56,9 @@ type FanoutResults struct {
 type FanoutRun struct {
 	// MaxConcurrent is the KickPolicy's restart.maxConcurrent; 0 is no limit.
 	MaxConcurrent int `json:"maxConcurrent"`
-	Restarted     int `json:"restarted"`
+	// Waves is set when the restarts ran in waves: canary, then main.
+	Waves     *WavesRun `json:"waves,omitempty"`
+	Restarted int       `json:"restarted"`
 	// ExtraRestarts are restarts beyond the first of a Deployment.
 	ExtraRestarts int      `json:"extraRestarts"`
 	Missing       []string `json:"missing,omitempty"`
@@ -72,39 +84,76 @@ type FanoutRun struct {
 	Error         string        `json:"error,omitempty"`
 }
 
+// WavesRun is what a run in waves adds, in milliseconds from the return of
+// the Secret's update.
+type WavesRun struct {
+	Canary int     `json:"canary"` // Deployments in the canary wave
+	BakeMS float64 `json:"bakeMs"`
+	// CanaryDoneMS is when the canary's last rollout completed;
+	// FirstMainMS when the first Deployment of main took its restart.
+	CanaryDoneMS float64 `json:"canaryDoneMs"`
+	FirstMainMS  float64 `json:"firstMainMs"`
+	// HandOverMS is FirstMainMS - CanaryDoneMS - BakeMS: what the hand-over
+	// from one wave to the next costs beyond the bake.
+	HandOverMS float64 `json:"handOverMs"`
+	// CanaryFirst reports whether every canary restart began before the
+	// first of main.
+	CanaryFirst bool `json:"canaryFirst"`
+}
+
+// fanoutScenario is one run of a -fanout list.
+type fanoutScenario struct {
+	maxConcurrent int           // 0: no limit
+	waves         bool          // canary, then main
+	bake          time.Duration // the canary's bake (fanoutBake unless -fanout-bake)
+}
+
 // FanoutPoint is the number of rollouts in progress from S seconds on.
 type FanoutPoint struct {
 	S          float64 `json:"s"`
 	InProgress int     `json:"inProgress"`
 }
 
-// parseBudgets turns "10,none" into maxConcurrent values, 0 for none.
-func parseBudgets(spec string) ([]int, error) {
-	var out []int
+// parseBudgets turns "10,none,10+waves" into scenarios: maxConcurrent 0 for
+// none, and "+waves" for a run in waves.
+func parseBudgets(spec string) ([]fanoutScenario, error) {
+	var out []fanoutScenario
 	for _, part := range strings.Split(spec, ",") {
-		switch part = strings.TrimSpace(part); part {
+		part = strings.TrimSpace(part)
+		base, waves := strings.CutSuffix(part, "+waves")
+		switch base {
 		case "":
-		case "none", "0":
-			out = append(out, 0)
-		default:
-			n, err := strconv.Atoi(part)
-			if err != nil || n < 1 {
-				return nil, fmt.Errorf("-fanout: %q is neither a positive integer nor none", part)
+			if waves {
+				return nil, fmt.Errorf("-fanout: %q names no budget before +waves; use e.g. 10+waves or none+waves", part)
 			}
-			out = append(out, n)
+		case "none", "0":
+			out = append(out, fanoutScenario{waves: waves})
+		default:
+			n, err := strconv.Atoi(base)
+			if err != nil || n < 1 {
+				return nil, fmt.Errorf("-fanout: %q is neither a positive integer nor none (optionally followed by +waves)", part)
+			}
+			out = append(out, fanoutScenario{maxConcurrent: n, waves: waves})
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("-fanout names no budget; use e.g. 10,none")
+		return nil, fmt.Errorf("-fanout names no budget; use e.g. 10,none,10+waves")
 	}
 	return out, nil
 }
 
 // runFanout runs the fan-out once per budget and writes -json and -plot.
 func runFanout(ctx context.Context, spec string, args []string, out io.Writer) (*FanoutResults, error) {
-	budgets, err := parseBudgets(spec)
+	scenarios, err := parseBudgets(spec)
 	if err != nil {
 		return nil, err
+	}
+	bakeFlag, args, _ := extractFlag(args, "fanout-bake")
+	bake := fanoutBake
+	if bakeFlag != "" {
+		if bake, err = time.ParseDuration(bakeFlag); err != nil || bake < 0 {
+			return nil, fmt.Errorf("-fanout-bake: %q is not a non-negative duration", bakeFlag)
+		}
 	}
 	jsonPath, args, _ := extractFlag(args, "json")
 	plotPath, args, _ := extractFlag(args, "plot")
@@ -115,8 +164,9 @@ func runFanout(ctx context.Context, spec string, args []string, out io.Writer) (
 	args = append([]string{"-deployments", strconv.Itoa(deployments), "-unused-secrets", strconv.Itoa(fanoutUnused)}, args...)
 	args = append(args, "-shared-secret", "-rounds", "0")
 	res := &FanoutResults{Started: time.Now()}
-	for _, b := range budgets {
-		run, err := fanoutOnce(ctx, args, b)
+	for _, sc := range scenarios {
+		sc.bake = bake
+		run, err := fanoutOnce(ctx, args, sc)
 		if run != nil {
 			res.Runs = append(res.Runs, *run)
 		}
@@ -142,15 +192,12 @@ func runFanout(ctx context.Context, spec string, args []string, out io.Writer) (
 	return res, nil
 }
 
-// fanoutSetup is KICK's setup with the policy's budget, as a file.
-func fanoutSetup(maxConcurrent int) (string, error) {
-	text := kickSetup
-	if maxConcurrent > 0 {
-		const anchor = "    minInterval: 0s"
-		if !strings.Contains(text, anchor) {
-			return "", fmt.Errorf("kick-setup.yaml no longer has %q to put maxConcurrent beside", anchor)
-		}
-		text = strings.Replace(text, anchor, anchor+"\n    maxConcurrent: "+strconv.Itoa(maxConcurrent), 1)
+// fanoutSetup is KICK's setup with the policy's budget and waves, as a
+// file.
+func fanoutSetup(sc fanoutScenario) (string, error) {
+	text, err := fanoutSetupText(sc)
+	if err != nil {
+		return "", err
 	}
 	f, err := os.CreateTemp("", "kick-bench-fanout-*.yaml")
 	if err != nil {
@@ -163,10 +210,38 @@ func fanoutSetup(maxConcurrent int) (string, error) {
 	return f.Name(), f.Close()
 }
 
+// fanoutSetupText is kick-setup.yaml with the scenario's budget and waves
+// put into the KickPolicy's restart section.
+func fanoutSetupText(sc fanoutScenario) (string, error) {
+	const anchor = "    minInterval: 0s"
+	if !strings.Contains(kickSetup, anchor) {
+		return "", fmt.Errorf("kick-setup.yaml no longer has %q to put the budget beside", anchor)
+	}
+	add := ""
+	if sc.maxConcurrent > 0 {
+		add += "\n    maxConcurrent: " + strconv.Itoa(sc.maxConcurrent)
+	}
+	if sc.waves {
+		names := make([]string, fanoutCanary)
+		for i := range names {
+			names[i] = consumedName(i)
+		}
+		add += "\n    waves:" +
+			"\n    - name: canary" +
+			"\n      selector:" +
+			"\n        matchExpressions:" +
+			"\n        - {key: app, operator: In, values: [" + strings.Join(names, ", ") + "]}" +
+			"\n      bake: " + sc.bake.String() +
+			"\n    - name: main" +
+			"\n      selector: {}"
+	}
+	return strings.Replace(kickSetup, anchor, anchor+add, 1), nil
+}
+
 // fanoutOnce builds the fixture on a fresh control plane, starts KICK,
 // changes the shared Secret once and follows the fan-out to its end.
-func fanoutOnce(ctx context.Context, args []string, maxConcurrent int) (*FanoutRun, error) {
-	setup, err := fanoutSetup(maxConcurrent)
+func fanoutOnce(ctx context.Context, args []string, sc fanoutScenario) (*FanoutRun, error) {
+	setup, err := fanoutSetup(sc)
 	if err != nil {
 		return nil, err
 	}
@@ -182,10 +257,11 @@ func fanoutOnce(ctx context.Context, args []string, maxConcurrent int) (*FanoutR
 	if err != nil {
 		return nil, err
 	}
-	budget := "no limit"
-	if maxConcurrent > 0 {
-		budget = fmt.Sprintf("maxConcurrent %d", maxConcurrent)
+	run := &FanoutRun{MaxConcurrent: sc.maxConcurrent}
+	if sc.waves {
+		run.Waves = &WavesRun{Canary: min(fanoutCanary, c.deployments), BakeMS: ms(sc.bake)}
 	}
+	budget := run.budget()
 	logf := func(format string, a ...any) {
 		fmt.Fprintf(os.Stderr, "%s  [%s] "+format+"\n", append([]any{time.Now().Format("15:04:05"), budget}, a...)...)
 	}
@@ -219,7 +295,7 @@ func fanoutOnce(ctx context.Context, args []string, maxConcurrent int) (*FanoutR
 	}
 	defer ctrl.stop()
 	m.ctrl = ctrl
-	run := &FanoutRun{MaxConcurrent: maxConcurrent, ControllerLog: ctrl.logPath}
+	run.ControllerLog = ctrl.logPath
 	err = fanoutMeasure(ctx, m, run, wait)
 	ctrl.stop()
 	run.LogErrors = scanLog(ctrl.logPath).Errors
@@ -278,6 +354,9 @@ func fanoutMeasure(ctx context.Context, m *phaseRunner, run *FanoutRun, wait tim
 	for _, p := range s.Timeline() {
 		run.Timeline = append(run.Timeline, FanoutPoint{S: max(p.At.Sub(t0), 0).Seconds(), InProgress: p.InProgress})
 	}
+	if run.Waves != nil {
+		handOver(run.Waves, s, keys, t0)
+	}
 	restarts := s.Restarts()
 	for _, key := range keys {
 		switch n := restarts[key]; {
@@ -313,6 +392,33 @@ func fanoutMeasure(ctx context.Context, m *phaseRunner, run *FanoutRun, wait tim
 	return nil
 }
 
+// handOver fills w from the rollouts s saw: the first w.Canary keys are
+// the canary wave, the rest main.
+func handOver(w *WavesRun, s *rolloutwatch.Sampler, keys []string, t0 time.Time) {
+	var canaryDone, lastCanaryStart, firstMain time.Time
+	for i, key := range keys {
+		started, available := s.Times(key)
+		switch {
+		case i < w.Canary:
+			if available.After(canaryDone) {
+				canaryDone = available
+			}
+			if started.After(lastCanaryStart) {
+				lastCanaryStart = started
+			}
+		case !started.IsZero() && (firstMain.IsZero() || started.Before(firstMain)):
+			firstMain = started
+		}
+	}
+	if canaryDone.IsZero() || firstMain.IsZero() {
+		return
+	}
+	w.CanaryDoneMS = ms(canaryDone.Sub(t0))
+	w.FirstMainMS = ms(firstMain.Sub(t0))
+	w.HandOverMS = w.FirstMainMS - w.CanaryDoneMS - w.BakeMS
+	w.CanaryFirst = lastCanaryStart.Before(firstMain)
+}
+
 // waitFanout waits until every Deployment restarted once and is available
 // again, logging progress; it returns when that was first seen. Past the
 // timeout it returns what it has, leaving the missing ones to the report.
@@ -341,10 +447,14 @@ func waitFanout(ctx context.Context, m *phaseRunner, s *rolloutwatch.Sampler, ke
 }
 
 func (r FanoutRun) budget() string {
-	if r.MaxConcurrent == 0 {
-		return "no limit"
+	b := "no limit"
+	if r.MaxConcurrent > 0 {
+		b = fmt.Sprintf("maxConcurrent %d", r.MaxConcurrent)
 	}
-	return fmt.Sprintf("maxConcurrent %d", r.MaxConcurrent)
+	if r.Waves != nil {
+		b += fmt.Sprintf(", waves canary %d (bake %s) then main", r.Waves.Canary, time.Duration(r.Waves.BakeMS*1e6))
+	}
+	return b
 }
 
 func printFanout(out io.Writer, res *FanoutResults) {
@@ -352,12 +462,27 @@ func printFanout(out io.Writer, res *FanoutResults) {
 	t := tabwriter.NewWriter(out, 2, 8, 2, ' ', 0)
 	fmt.Fprintf(t, "  budget\trestarted\tlast restart\tall available\tpeak in progress\tAPI calls/restart\twrites/restart\tRSS steady\tRSS peak\tCPU\t\n")
 	runs := append([]FanoutRun(nil), res.Runs...)
-	sort.SliceStable(runs, func(i, j int) bool { return runs[i].MaxConcurrent > runs[j].MaxConcurrent })
+	sort.SliceStable(runs, func(i, j int) bool {
+		if (runs[i].Waves == nil) != (runs[j].Waves == nil) {
+			return runs[i].Waves == nil
+		}
+		return runs[i].MaxConcurrent > runs[j].MaxConcurrent
+	})
 	for _, r := range runs {
 		fmt.Fprintf(t, "  %s\t%d (+%d extra)\t%s\t%s\t%d\t%.1f\t%.1f\t%.0f MB\t%.0f MB\t%.1f s\t\n", r.budget(), r.Restarted, r.ExtraRestarts,
 			fmtMS(r.LastRestartMS), fmtMS(r.SettledMS), r.PeakInProgress, r.APICallsPerRestart, r.WritesPerRestart, r.SteadyRSSMB, r.PeakRSSMB, r.CPUSeconds)
 	}
 	t.Flush()
+	for _, r := range runs {
+		if w := r.Waves; w != nil && w.FirstMainMS > 0 {
+			order := "every canary restart began before main"
+			if !w.CanaryFirst {
+				order = "MAIN BEGAN BEFORE THE CANARY"
+			}
+			fmt.Fprintf(out, "  %s: canary done at %s, first main restart at %s: hand-over %s beyond the bake; %s\n",
+				r.budget(), fmtMS(w.CanaryDoneMS), fmtMS(w.FirstMainMS), fmtMS(w.HandOverMS), order)
+		}
+	}
 	for _, r := range runs {
 		if len(r.Missing) > 0 || r.Error != "" {
 			fmt.Fprintf(out, "  %s: %d not restarted; %s\n", r.budget(), len(r.Missing), r.Error)

@@ -258,14 +258,3 @@ func NextCheck(g Group, maxWait time.Duration) time.Time {
 	}
 	return deadline
 }
-
-// Hold is the earliest time the summary of an open group can have: the watermark of delivered
-// notifications must not pass it while the summary is not sent, so a manager that restarts
-// still sends it. The summary's time is never before the change nor before a completion
-// already seen.
-func Hold(g Group) time.Time {
-	if g.LastCompletion.After(g.ChangedAt) {
-		return g.LastCompletion
-	}
-	return g.ChangedAt
-}

@@ -78,6 +78,11 @@ func (wh *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		buf.Reset()
 		bodies.Put(buf)
 	}()
+	if r.ContentLength > 0 && r.ContentLength <= MaxBody {
+		// One allocation of the body's size (and room to see its end),
+		// not a dozen doublings each copying what came before.
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+	}
 	if _, err := buf.ReadFrom(r.Body); err != nil {
 		status := http.StatusBadRequest
 		if errors.As(err, new(*http.MaxBytesError)) {

@@ -25,8 +25,11 @@ const (
 	maxBudgets = 10_000
 	// maxDeferral bounds how far ahead a deferred read is sent: a namespace with more
 	// deferred reads than its rate serves in this time sees them come back together, at most
-	// once per maxDeferral each.
-	maxDeferral = time.Minute
+	// once per maxDeferral each (the observer's queue takes turns between namespaces, so such
+	// a batch waits behind the others). It also bounds what waits in the queue: a tenant's
+	// names for at most this long (the soak's renames, 1,500 names a second, would keep
+	// 90,000 of them waiting with a minute).
+	maxDeferral = 10 * time.Second
 )
 
 // namespaceBudget is a token bucket per namespace. Pure: the caller passes the time.

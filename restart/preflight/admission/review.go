@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"sync"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -31,8 +30,34 @@ type Webhook struct {
 	Auth *ClientAuth
 }
 
-// bodies are the read buffers of reviews, reused.
-var bodies = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// bodies keeps read buffers of reviews for reuse: as many as reviews are
+// read at once by default, each of at most keptBody bytes (a larger one,
+// the review of a large object, goes to the collector), so at most 8 MiB
+// stay. A sync.Pool lost them at every collection, which under a flood of
+// writes came often: each review then allocated (and zeroed) its buffer.
+var bodies = make(chan *bytes.Buffer, DefaultMaxInFlight)
+
+const keptBody = 1 << 20
+
+func getBody() *bytes.Buffer {
+	select {
+	case b := <-bodies:
+		return b
+	default:
+		return new(bytes.Buffer)
+	}
+}
+
+func putBody(b *bytes.Buffer) {
+	if b.Cap() > keptBody {
+		return
+	}
+	b.Reset()
+	select {
+	case bodies <- b:
+	default:
+	}
+}
 
 // review is the part of an AdmissionReview (admission.k8s.io/v1 or v1beta1,
 // the same shape) the preflight reads.
@@ -73,11 +98,8 @@ func (wh *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "kick preflight: want Content-Type application/json", http.StatusBadRequest)
 		return
 	}
-	buf := bodies.Get().(*bytes.Buffer)
-	defer func() {
-		buf.Reset()
-		bodies.Put(buf)
-	}()
+	buf := getBody()
+	defer putBody(buf)
 	if r.ContentLength > 0 && r.ContentLength <= MaxBody {
 		// One allocation of the body's size (and room to see its end),
 		// not a dozen doublings each copying what came before.

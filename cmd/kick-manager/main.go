@@ -37,7 +37,8 @@ import (
 // (controller-runtime adds four to every reconcile's logger) are encoded
 // when a line is written, not when they are added (package lazylog).
 func newLogger(opts *zap.Options) logr.Logger {
-	return zap.New(zap.UseFlagOptions(opts), zap.RawZapOpts(uberzap.WrapCore(lazylog.Core)))
+	eager := zap.New(zap.UseFlagOptions(opts), zap.RawZapOpts(uberzap.WrapCore(lazylog.Core)))
+	return logr.New(lazylog.Sink(eager.GetSink()))
 }
 
 // bindFlags registers the manager's flags on fs: its options, the --zap-*

@@ -14,7 +14,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	preflightadmission "github.com/kick-operator/kick/restart/preflight/admission"
 	"github.com/kick-operator/kick/restart/preflight/certs"
@@ -155,8 +154,8 @@ func setupPreflight(ctx context.Context, mgr ctrl.Manager, opts options, active 
 	}
 	// The same bound twice: the guard counts every review from its first
 	// byte, the shares charge the ones being answered to their namespaces.
-	wh := &admission.Webhook{Handler: &preflightadmission.Handler{Checker: checker, Exempt: p.exempt,
-		Shares: preflightadmission.NewShares(p.maxInFlight)}, WithContextFunc: auth.WithCaller}
+	wh := &preflightadmission.Webhook{Handler: &preflightadmission.Handler{Checker: checker, Exempt: p.exempt,
+		Shares: preflightadmission.NewShares(p.maxInFlight)}, Auth: auth}
 	srv.Register(preflightadmission.Path, preflightadmission.NewGuard(wh, p.maxInFlight))
 	return mgr.Add(srv)
 }

@@ -62,6 +62,10 @@ type run struct {
 	// to a watch of the Secrets showing it; decided is from the write to
 	// the restartedAt stamp KICK wrote (KICK's clock, same machine).
 	writes, visible, decided []time.Duration
+	// own is from a watch of the Secrets showing the write to KICK's
+	// restartedAt stamp: KICK's part of the latency (the API server's
+	// write and watch delivery taken out).
+	own []time.Duration
 	// cpu is the CPU time the manager, the control plane and the test
 	// used during the run; load the machine's load average at its end.
 	cpu  cpuUse
@@ -237,11 +241,15 @@ func (b *bystander) change(ctx context.Context, name string, d time.Duration) (r
 			r.late++
 		} else {
 			r.latencies = append(r.latencies, seen.Sub(wrote))
-			if at, ok := b.secretSeen(s.ResourceVersion); ok {
-				r.visible = append(r.visible, at.Sub(wrote))
+			visible, isVisible := b.secretSeen(s.ResourceVersion)
+			if isVisible {
+				r.visible = append(r.visible, visible.Sub(wrote))
 			}
 			if at, ok := freshness.ParseStamp(stamp); ok {
 				r.decided = append(r.decided, at.Sub(wrote))
+				if isVisible {
+					r.own = append(r.own, at.Sub(visible))
+				}
 			}
 		}
 		if wait := time.Until(wrote.Add(interval)); wait > 0 {
@@ -263,6 +271,7 @@ func (b *bystander) change(ctx context.Context, name string, d time.Duration) (r
 	slices.Sort(r.writes)
 	slices.Sort(r.decided)
 	slices.Sort(r.visible)
+	slices.Sort(r.own)
 	return r, nil
 }
 

@@ -160,8 +160,17 @@ func TestHostileTenantSoak(t *testing.T) {
 		report("%-8s Secret write p50 %s p99 %s; write→seen by a watch p50 %s p99 %s; write→KICK's restartedAt stamp p50 %s p99 %s",
 			r.name, ms(percentile(r.writes, 0.5)), ms(percentile(r.writes, 0.99)), ms(percentile(r.visible, 0.5)), ms(percentile(r.visible, 0.99)),
 			ms(percentile(r.decided, 0.5)), ms(percentile(r.decided, 0.99)))
+		report("%-8s KICK's part: a watch showing the write→KICK's restartedAt stamp p50 %s p99 %s",
+			r.name, ms(percentile(r.own, 0.5)), ms(percentile(r.own, 0.99)))
 		report("%-8s CPU time: %s; load average at its end %s", r.name, r.cpu, r.load)
 	}
+	ownRatio := func(p float64) float64 {
+		if a := percentile(alone.own, p); a > 0 {
+			return float64(percentile(attacked.own, p)) / float64(a)
+		}
+		return 0
+	}
+	report("attacked/alone, KICK's part only: p50 %.2f×, p99 %.2f×", ownRatio(0.5), ownRatio(0.99))
 	ratio := func(p float64) float64 {
 		a := percentile(alone.latencies, p)
 		if a == 0 {

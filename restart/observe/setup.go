@@ -27,6 +27,7 @@ import (
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/discovery"
+	"github.com/kick-operator/kick/restart/fairqueue"
 	"github.com/kick-operator/kick/restart/inflight"
 )
 
@@ -105,7 +106,9 @@ func (r *SourceReconciler) SetupWithManager(mgr manager.Manager, opts Options) e
 					add(q, SourcesOf(kind.name, e.Object))
 				},
 			})).
-			WithOptions(controller.Options{MaxConcurrentReconciles: workers})
+			// One queue for every namespace's sources, taking turns between namespaces: a
+			// tenant's thousands of names wait behind each other, not before the others'.
+			WithOptions(controller.Options{MaxConcurrentReconciles: workers, NewQueue: namespaceTurns})
 		for _, w := range r.Kinds.Objects() {
 			b = b.Watches(w, workloadHandler(kind.name, r.managed))
 		}
@@ -219,6 +222,11 @@ func add(q workqueue, reqs []reconcile.Request) {
 }
 
 type workqueue = k8sworkqueue.TypedRateLimitingInterface[reconcile.Request]
+
+// namespaceTurns is the observe controllers' queue (see package fairqueue).
+func namespaceTurns(name string, rl k8sworkqueue.TypedRateLimiter[reconcile.Request]) workqueue {
+	return fairqueue.New(name, rl, func(r reconcile.Request) string { return r.Namespace })
+}
 
 // kindReconciler is the reconcile.Reconciler of one source kind.
 type kindReconciler struct {

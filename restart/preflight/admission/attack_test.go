@@ -171,3 +171,28 @@ func TestParseExemptionsNamesTheBadEntry(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswerReadsOnlyWhatItNeeds: the checker finds the consumers by the review's name before
+// it reads the object, so a write of a Secret nothing consumes is answered without decoding
+// it (an object that does not decode gets no warning), a create whose review has no name is
+// answered from the object's metadata, and an update compares the two objects' data as the
+// review encodes it (labels alone changing is "data unchanged").
+func TestAnswerReadsOnlyWhatItNeeds(t *testing.T) {
+	c := teamChecker(t)
+	bad := []byte(`{"data": "not a map"}`)
+	w := Write{Operation: preflight.Update, Kind: "Secret", Namespace: "team-b", Name: "nobody-reads-this", Object: bad, Old: bad}
+	if a := c.Check(context.Background(), w); len(a.Warnings) != 0 || len(a.Audit) != 0 {
+		t.Errorf("a Secret nothing consumes: answer %q %q, want none", a.Warnings, a.Audit)
+	}
+	created := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "db", UID: "uid-db"}, Data: map[string][]byte{"password": []byte("new")}}
+	w = Write{Operation: preflight.Create, Kind: "Secret", Namespace: "team-b", Object: mustJSON(t, created)}
+	if a := c.Check(context.Background(), w); !slices.Equal(a.Warnings, []string{"kick: restarts deployment/web now (policy default)"}) {
+		t.Errorf("a create named only in its object: warnings %q", a.Warnings)
+	}
+	relabelled := created.DeepCopy()
+	relabelled.Labels = map[string]string{"tier": "gold"}
+	w = Write{Operation: preflight.Update, Kind: "Secret", Namespace: "team-b", Name: "db", Object: mustJSON(t, relabelled), Old: mustJSON(t, created)}
+	if a := c.Check(context.Background(), w); !slices.Equal(a.Warnings, []string{"kick: no restart: data unchanged"}) {
+		t.Errorf("labels changed, data not: warnings %q", a.Warnings)
+	}
+}

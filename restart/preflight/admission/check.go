@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
@@ -103,19 +103,22 @@ func (c *Checker) input(ctx context.Context, w Write) (preflight.Input, error) {
 	}
 	now := c.now()
 	// The policies come first: in a namespace without any, the object is
-	// never decoded nor compared.
+	// never decoded nor compared. Then the consumers, found by the
+	// review's name: for a source nothing consumes, the object is not
+	// decoded either. What is decoded after is only what the answer needs.
 	batch, err := request.NewBatch(ctx, c.Client, c.Kinds, c.CSI, w.Namespace, now)
 	if err != nil || len(batch.Policies()) == 0 {
 		return preflight.Input{}, err // no policy: not a namespace KICK manages
 	}
-	obj, err := decode(w.Kind, w.Object)
-	if err != nil {
-		return in, err
+	name := w.Name
+	var meta *sourceMeta
+	if name == "" { // a create may leave it to the object
+		if meta, err = decodeMeta(w.Object); err != nil {
+			return in, err
+		}
+		name = meta.Name
 	}
-	if obj.GetNamespace() == "" {
-		obj.SetNamespace(w.Namespace)
-	}
-	workloads, err := c.consumers(ctx, w.Kind, obj)
+	workloads, err := c.consumers(ctx, w.Kind, w.Namespace, name)
 	if err != nil || len(workloads) == 0 {
 		return in, err
 	}
@@ -130,18 +133,21 @@ func (c *Checker) input(ctx context.Context, w Write) (preflight.Input, error) {
 	// review's own oldObject says so. No stored fingerprint is consulted:
 	// the answer must not tell whether a guessed content is the stored one.
 	if w.Operation == preflight.Update {
-		old, err := decode(w.Kind, w.Old)
-		if err != nil {
+		if in.Unchanged, err = sameContent(w.Object, w.Old); err != nil {
 			return in, err
 		}
-		in.Unchanged = sameContent(obj, old)
 	}
 	if !in.Unchanged {
+		if meta == nil {
+			if meta, err = decodeMeta(w.Object); err != nil {
+				return in, err
+			}
+		}
 		// The observer's record after it sees this content.
 		var rec kickv1alpha1.SourceObservation
 		var prev *kickv1alpha1.SourceObservationSpec
-		switch err := c.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: kickv1alpha1.ObservationName(w.Kind, obj.GetName())}, &rec); {
-		case err == nil && observe.OwnedBy(&rec, obj.GetUID()):
+		switch err := c.Client.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: kickv1alpha1.ObservationName(w.Kind, name)}, &rec); {
+		case err == nil && observe.OwnedBy(&rec, meta.UID):
 			prev = &rec.Spec
 		case err != nil && !apierrors.IsNotFound(err):
 			return in, err
@@ -151,10 +157,10 @@ func (c *Checker) input(ctx context.Context, w Write) (preflight.Input, error) {
 			class = observe.Baseline
 		}
 		spec := observe.Next(prev, class, observe.Observed{
-			Source:          kickv1alpha1.ObservedSource{APIVersion: discovery.CoreAPIVersion, Kind: kickv1alpha1.SourceKind(w.Kind), Name: obj.GetName()},
-			ResourceVersion: obj.GetResourceVersion(), LastWrite: now,
+			Source:          kickv1alpha1.ObservedSource{APIVersion: discovery.CoreAPIVersion, Kind: kickv1alpha1.SourceKind(w.Kind), Name: name},
+			ResourceVersion: meta.ResourceVersion, LastWrite: now,
 		}, now)
-		batch.Override(request.Override{Kind: w.Kind, Name: obj.GetName(), Labels: obj.GetLabels(), Record: &spec})
+		batch.Override(request.Override{Kind: w.Kind, Name: name, Labels: meta.Labels, Record: &spec})
 	}
 
 	// Beyond MaxAssessed consumers the answer names the rest; deny mode
@@ -197,42 +203,58 @@ func (c *Checker) lastRollout(ctx context.Context, wl client.Object) time.Durati
 	return max(kr.Status.CompletionTime.Sub(kr.Status.LastRestartTime.Time), 0)
 }
 
-// decode reads a Secret or ConfigMap from the review's JSON; the object's
-// data is read here and compared in sameContent, and nowhere else.
-func decode(kind string, raw []byte) (client.Object, error) {
-	var obj client.Object = &corev1.ConfigMap{}
-	if kind == discovery.KindSecret {
-		obj = &corev1.Secret{}
+// sourceMeta is the part of a Secret's or ConfigMap's metadata the answer
+// reads.
+type sourceMeta struct {
+	Name            string            `json:"name"`
+	UID             types.UID         `json:"uid"`
+	ResourceVersion string            `json:"resourceVersion"`
+	Labels          map[string]string `json:"labels"`
+}
+
+// decodeMeta reads the metadata of a Secret or ConfigMap from the review's
+// JSON, leaving its data (and the rest) undecoded.
+func decodeMeta(raw []byte) (*sourceMeta, error) {
+	var obj struct {
+		Metadata sourceMeta `json:"metadata"`
 	}
-	if len(raw) == 0 || json.Unmarshal(raw, obj) != nil {
+	if len(raw) == 0 || json.Unmarshal(raw, &obj) != nil {
 		return nil, errUnreadable
 	}
-	return obj, nil
+	return &obj.Metadata, nil
 }
 
-// sameContent reports whether a and b (both Secrets or both ConfigMaps)
-// hold the same data.
-func sameContent(a, b client.Object) bool {
-	switch x := a.(type) {
-	case *corev1.Secret:
-		y := b.(*corev1.Secret)
-		return maps.EqualFunc(x.Data, y.Data, bytes.Equal)
-	case *corev1.ConfigMap:
-		y := b.(*corev1.ConfigMap)
-		return maps.Equal(x.Data, y.Data) && maps.EqualFunc(x.BinaryData, y.BinaryData, bytes.Equal)
+// content is the data of a Secret (data) or ConfigMap (data, binaryData)
+// as the review encodes it: each value still JSON, compared as such. The
+// API server encodes both objects of a review the same way (a Secret's
+// bytes in standard base64), so equal values are equal JSON; nothing is
+// base64-decoded or copied. The object's data is read here and nowhere
+// else.
+type content struct {
+	Data       map[string]rawJSON `json:"data"`
+	BinaryData map[string]rawJSON `json:"binaryData"`
+}
+
+// sameContent reports whether the objects a and b (both Secrets or both
+// ConfigMaps, as JSON) hold the same data.
+func sameContent(a, b []byte) (bool, error) {
+	var x, y content
+	if len(a) == 0 || len(b) == 0 || json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false, errUnreadable
 	}
-	return false
+	eq := func(p, q rawJSON) bool { return bytes.Equal(p, q) }
+	return maps.EqualFunc(x.Data, y.Data, eq) && maps.EqualFunc(x.BinaryData, y.BinaryData, eq), nil
 }
 
-// consumers lists, from the cache index, the workloads in the source's
-// namespace that consume it, sorted by kind and name.
-func (c *Checker) consumers(ctx context.Context, kind string, src client.Object) ([]client.Object, error) {
+// consumers lists, from the cache index, the workloads in namespace that
+// consume the source, sorted by kind and name.
+func (c *Checker) consumers(ctx context.Context, kind, namespace, name string) ([]client.Object, error) {
 	var out []client.Object
-	sel := client.MatchingFields{discovery.SourceIndex: discovery.IndexKey(kind, src.GetName())}
+	sel := client.MatchingFields{discovery.SourceIndex: discovery.IndexKey(kind, name)}
 	for _, wk := range c.Kinds.Kinds() {
 		list := wk.NewList()
 		// Read-only use: no copy of each workload out of the cache.
-		if err := c.Client.List(ctx, list, client.InNamespace(src.GetNamespace()), sel, client.UnsafeDisableDeepCopy); err != nil {
+		if err := c.Client.List(ctx, list, client.InNamespace(namespace), sel, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, err
 		}
 		if err := meta.EachListItem(list, func(o runtime.Object) error {

@@ -13,9 +13,8 @@ import (
 // Path is where the manager serves the preflight.
 const Path = "/preflight"
 
-// Handler is the admission.Handler of the preflight. It always allows,
-// except in deny mode. Serve it through an admission.Webhook whose
-// WithContextFunc is ClientAuth.WithCaller, behind a Guard.
+// Handler answers the preflight's reviews. It always allows, except in deny
+// mode. Serve it through a Webhook behind a Guard.
 type Handler struct {
 	Checker *Checker
 	// Exempt are the writers deny mode never refuses.
@@ -29,9 +28,18 @@ type Handler struct {
 // webhook: the write goes ahead, unassessed.
 const busy = "too many writes of this namespace are being assessed at once"
 
-// Handle implements admission.Handler.
+// Handle implements admission.Handler, for a review controller-runtime
+// decoded; the manager serves the preflight through Webhook.
 func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
-	if !fromAPIServer(ctx) {
+	return h.answerFor(ctx, fromAPIServer(ctx), &reviewRequest{UID: req.UID, Kind: req.Kind, SubResource: req.SubResource,
+		Namespace: req.Namespace, Name: req.Name, Operation: req.Operation, UserInfo: req.UserInfo,
+		Object: rawJSON(req.Object.Raw), OldObject: rawJSON(req.OldObject.Raw)})
+}
+
+// answerFor answers req; apiServer tells whether the caller is proven to be
+// the API server.
+func (h *Handler) answerFor(ctx context.Context, apiServer bool, req *reviewRequest) admission.Response {
+	if !apiServer {
 		// Not proven to be the API server: the same empty allow for
 		// every review, read no further.
 		return admission.Allowed("")
@@ -40,7 +48,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 		return admission.Allowed("")
 	}
 	w := Write{Operation: preflight.Operation(req.Operation), Namespace: req.Namespace, Name: req.Name,
-		Object: req.Object.Raw, Old: req.OldObject.Raw}
+		Object: req.Object, Old: req.OldObject}
 	switch req.Kind.Kind {
 	case "Secret":
 		w.Kind = discovery.KindSecret
@@ -50,7 +58,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 		return admission.Allowed("")
 	}
 	if req.Operation == admissionv1.Delete {
-		w.Object, w.Old = req.OldObject.Raw, nil
+		w.Object, w.Old = req.OldObject, nil
 	}
 	if h.Shares != nil {
 		release, ok := h.Shares.Take(req.Namespace)

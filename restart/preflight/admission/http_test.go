@@ -89,7 +89,7 @@ func serve(t testing.TB, p pki, c *Checker, auth *ClientAuth, maxInFlight int) s
 	if err != nil {
 		t.Fatal(err)
 	}
-	wh := &admission.Webhook{Handler: &Handler{Checker: c, Shares: NewShares(maxInFlight)}, WithContextFunc: auth.WithCaller}
+	wh := &Webhook{Handler: &Handler{Checker: c, Shares: NewShares(maxInFlight)}, Auth: auth}
 	srv := httptest.NewUnstartedServer(NewGuard(wh, maxInFlight))
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	auth.Configure(srv.TLS)

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -63,9 +64,13 @@ type Reconciler struct {
 	// Kinds are the workload kinds watched and counted; nil means
 	// workload.Builtin().
 	Kinds *workload.Registry
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
 
 	mu        sync.Mutex
 	announced map[types.NamespacedName]announcement
+	// written is when this process last wrote each policy's status.
+	written map[types.NamespacedName]time.Time
 }
 
 // announcement is the last Ready state an Event was emitted for.
@@ -181,12 +186,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if equality.Semantic.DeepEqual(p.Status, want.Status) {
 		return ctrl.Result{}, nil
 	}
+	now := r.now()
+	if wait := countWait(p.Status, want.Status, r.lastWriteOf(req.NamespacedName), now); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
 	if err := r.Client.Status().Patch(ctx, want, client.MergeFrom(&p)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
+	r.wroteAt(req.NamespacedName, now)
 	r.announce(want, meta.FindStatusCondition(p.Status.Conditions, kickv1alpha1.ConditionReady), ev.Ready)
 	return ctrl.Result{}, nil
 }
@@ -274,5 +284,6 @@ func (r *Reconciler) announce(p *kickv1alpha1.KickPolicy, before *metav1.Conditi
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	delete(r.announced, key)
+	delete(r.written, key)
 	r.mu.Unlock()
 }

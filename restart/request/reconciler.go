@@ -138,7 +138,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.Metrics.error("kickrequest", "RestartPatch")
 			return ctrl.Result{}, fmt.Errorf("restart %s%s: %w", s.targetRef(), s.through(), err)
 		}
-		if m := kr.Status.CurrentRollout; m != nil && s.handle.Object.GetGeneration() > m.WorkloadGeneration {
+		if m := kr.Status.CurrentRollout; m != nil && !s.slot && s.handle.Object.GetGeneration() > m.WorkloadGeneration {
+			// Recorded in the one status write after the patch. A restart
+			// recorded before its patch (it took a slot) leaves it out:
+			// writing the status again only for it would cost every capped
+			// restart a write, and the stamp alone tells a cache that has
+			// not seen the patch (the cached copy that carries the stamp
+			// has the patch's generation or a later one).
 			m.WorkloadGeneration = s.handle.Object.GetGeneration()
 		}
 		if stamp, ok := freshness.ParseStamp(s.restartStamp); ok {

@@ -268,6 +268,7 @@ type KickPolicyStatus struct {
 	// BlockedWorkloads counts the selected workloads whose restart is
 	// currently held back by a gate: their open KickRequest waits for a
 	// window, minInterval, settle, the GitOps owner or a resumed policy.
+	// While it stays above zero it is refreshed at most every 5 seconds.
 	// +optional
 	BlockedWorkloads int32 `json:"blockedWorkloads"`
 

@@ -2,12 +2,16 @@ package fanout
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/integration/cluster"
@@ -86,11 +90,23 @@ func quietWrites(t *testing.T, f *fixture.F, quiet time.Duration) map[string]flo
 	return last
 }
 
-// waitSucceeded waits until every named request has succeeded.
-func waitSucceeded(f *fixture.F, requests ...string) {
+// waitRestarted waits until every named request has succeeded a restart
+// more than it had in list (taken before the change).
+func waitRestarted(f *fixture.F, list *kickv1alpha1.KickRequestList, requests ...string) {
 	f.T.Helper()
-	for _, kr := range requests {
-		f.WaitPhase(kr, kickv1alpha1.PhaseSucceeded, 2*time.Minute)
+	had := map[string]int32{}
+	for _, kr := range list.Items {
+		had[kr.Name] = kr.Status.RestartCount
+	}
+	for _, name := range requests {
+		cluster.Eventually(f.T, 2*time.Minute, "request "+name+" to succeed its next restart", func() (bool, error) {
+			kr, err := f.Request(name)
+			if err != nil {
+				return false, err
+			}
+			return kr.Status.Phase == kickv1alpha1.PhaseSucceeded && kr.Status.RestartCount > had[name],
+				fmt.Errorf("phase %q after %d restarts", kr.Status.Phase, kr.Status.RestartCount)
+		})
 	}
 }
 
@@ -104,49 +120,65 @@ func appRequests(n int) []string {
 
 // writesPerRestart runs change once the consumers are baselined and the
 // manager is quiet, waits for the requests to succeed and the manager to
-// fall quiet again, and returns the manager's writes per restart.
-func writesPerRestart(t *testing.T, f *fixture.F, restarts int, change func(), requests ...string) float64 {
+// fall quiet again, and returns the manager's writes per restart and the
+// phase of each version of each request the change wrote.
+func writesPerRestart(t *testing.T, f *fixture.F, restarts int, change func(), requests ...string) (float64, map[string][]string) {
 	t.Helper()
 	before := quietWrites(t, f, 3*time.Second)
+	// Watched from the list's resourceVersion: only what is written after.
+	var list kickv1alpha1.KickRequestList
+	if err := f.Env.Client.List(f.Ctx, &list, client.InNamespace(f.NS)); err != nil {
+		t.Fatal(err)
+	}
 	var mu sync.Mutex
-	var seq []string
-	watching := true
-	watchRequests(t, f, func(kr *kickv1alpha1.KickRequest) {
+	versions := map[string][]string{}
+	f.WatchRequests(func(kr *kickv1alpha1.KickRequest) {
 		mu.Lock()
 		defer mu.Unlock()
-		if watching {
-			seq = append(seq, kr.Name+":"+string(kr.Status.Phase))
-		}
-	})
+		versions[kr.Name] = append(versions[kr.Name], string(kr.Status.Phase))
+	}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
 	change()
-	waitSucceeded(f, requests...)
+	waitRestarted(f, &list, requests...)
 	after := quietWrites(t, f, 3*time.Second)
 	mu.Lock()
-	watching = false
-	t.Logf("request versions seen: %v", seq)
-	mu.Unlock()
+	defer mu.Unlock()
+	t.Logf("request versions: %v", versions)
 	per := (total(after) - total(before)) / float64(restarts)
 	t.Logf("%d restarts: %.0f writes (%s), %.2f per restart", restarts, total(after)-total(before), delta(before, after), per)
-	return per
+	return per, versions
 }
 
-// Without a budget, a restart costs at most noBudgetWrites API writes of
-// the manager, whether its Secret is its own or shared (where the record of
-// the change is written once for all), counted by the manager itself from
-// the change until it falls quiet after the last request succeeded.
+// Without a budget, a restart whose rollout ends within the grace (a
+// request records Executing only after it, see docs/concepts/requests.md)
+// costs at most noBudgetWrites API writes of the manager: the record of the
+// change, the restart patch, the request (created or reopened) and its one
+// status write. Counted by the manager itself, from the change until it
+// falls quiet after the last request succeeded; a restart whose rollout
+// outlasted the grace (a loaded machine) is allowed its 3 more (Executing
+// and its Event, the Event of its end), and logged.
 func TestARestartWithoutABudgetWritesLittle(t *testing.T) {
 	f := fixture.Setup(t)
 	f.Policy("all", `
 discovery: {workloadSelector: {}}
 restart: {minInterval: 0s}`)
-	const n = 6
-	consumers(f, f.NS, "shared", n)
-	per := writesPerRestart(t, f, n, func() { f.SetSecret("shared", map[string]string{"v": "2"}) }, appRequests(n)...)
-	if per > noBudgetWrites {
-		t.Errorf("a fan-out without a budget wrote %.2f times per restart, want at most %d", per, noBudgetWrites)
+	check := func(what string, restarts int, change func(), requests ...string) {
+		t.Helper()
+		per, versions := writesPerRestart(t, f, restarts, change, requests...)
+		slow := executing(versions)
+		if slow > 0 {
+			t.Logf("%s: %d of %d rollouts outlasted the grace", what, slow, restarts)
+		}
+		if limit := float64(noBudgetWrites*restarts+3*slow) / float64(restarts); per > limit {
+			t.Errorf("%s wrote %.2f times per restart, want at most %.2f", what, per, limit)
+		}
 	}
+	// Ten workloads read one Secret: its record is written once for all.
+	const n = 10
+	consumers(f, f.NS, "shared", n)
+	check("a fan-out", n, func() { f.SetSecret("shared", map[string]string{"v": "2"}) }, appRequests(n)...)
+
 	// Each workload reads its own Secret, changed one at a time (the
-	// benchmark's single change): the record is one write per restart.
+	// benchmark's single change): a record per restart.
 	for i := range 3 {
 		name := fmt.Sprintf("own-%d", i)
 		f.Secret(name, map[string]string{"v": "1"}, nil)
@@ -156,14 +188,29 @@ restart: {minInterval: 0s}`)
 	}
 	for i := range 3 {
 		name := fmt.Sprintf("own-%d", i)
-		per := writesPerRestart(t, f, 1, func() { f.SetSecret(name, map[string]string{"v": "2"}) }, "deployment-"+name)
-		if per > noBudgetWrites {
-			t.Errorf("a single change of %s wrote %.0f times, want at most %d", name, per, noBudgetWrites)
-		}
+		check("a single change of "+name, 1, func() { f.SetSecret(name, map[string]string{"v": "2"}) }, "deployment-"+name)
 	}
+	// A second change reopens the finished request.
+	check("a change that reopens a request", 1, func() { f.SetSecret("own-0", map[string]string{"v": "3"}) }, "deployment-own-0")
 }
 
-// With a budget, each restart also records its wait for a slot.
+// executing counts the requests with a version in phase Executing.
+func executing(versions map[string][]string) int {
+	n := 0
+	for _, phases := range versions {
+		if slices.Contains(phases, string(kickv1alpha1.PhaseExecuting)) {
+			n++
+		}
+	}
+	return n
+}
+
+// With a budget, a restart also records its wait for a slot (a status
+// write and its Event) and its start before the patch (the budget counts
+// restarts from their requests): each request records Executing once, and
+// the fan-out stays within cappedWrites per restart. It cost 10.5 when the
+// status was written again after the patch and blockedWorkloads at every
+// slot hand-over.
 func TestACappedRestartWritesLittle(t *testing.T) {
 	f := fixture.Setup(t)
 	f.Policy("two-at-a-time", `
@@ -171,13 +218,28 @@ discovery: {workloadSelector: {}}
 restart: {maxConcurrent: 2, minInterval: 0s}`)
 	const n = 6
 	consumers(f, f.NS, "shared", n)
-	per := writesPerRestart(t, f, n, func() { f.SetSecret("shared", map[string]string{"v": "2"}) }, appRequests(n)...)
-	if per > cappedWrites {
-		t.Errorf("a fan-out through 2 slots wrote %.2f times per restart, want at most %d", per, cappedWrites)
+	per, versions := writesPerRestart(t, f, n, func() { f.SetSecret("shared", map[string]string{"v": "2"}) }, appRequests(n)...)
+	for name, phases := range versions {
+		if k := count(phases, string(kickv1alpha1.PhaseExecuting)); k > 1 {
+			t.Errorf("request %s was written %d times in phase Executing: %v", name, k, phases)
+		}
 	}
+	if per > cappedWrites {
+		t.Errorf("a fan-out through 2 slots wrote %.2f times per restart, want at most %.1f", per, cappedWrites)
+	}
+}
+
+func count(xs []string, x string) int {
+	n := 0
+	for _, y := range xs {
+		if y == x {
+			n++
+		}
+	}
+	return n
 }
 
 const (
 	noBudgetWrites = 4
-	cappedWrites   = 8
+	cappedWrites   = 8.5
 )

@@ -1,7 +1,6 @@
 package fanout
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,8 +9,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/watch"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/integration/fixture"
@@ -116,7 +113,7 @@ type gates struct {
 func followGates(t *testing.T, f *fixture.F) *gates {
 	t.Helper()
 	g := &gates{seen: map[string][]string{}}
-	watchRequests(t, f, func(kr *kickv1alpha1.KickRequest) {
+	f.WatchRequests(func(kr *kickv1alpha1.KickRequest) {
 		if kr.Status.Gate == nil {
 			return
 		}
@@ -128,30 +125,6 @@ func followGates(t *testing.T, f *fixture.F) *gates {
 		}
 	})
 	return g
-}
-
-// watchRequests hands each version of the namespace's KickRequests that
-// one watch shows to observe, in order, until the test ends.
-func watchRequests(t *testing.T, f *fixture.F, observe func(*kickv1alpha1.KickRequest)) {
-	t.Helper()
-	wc, err := client.NewWithWatch(f.Env.Config, client.Options{Scheme: f.Env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	w, err := wc.Watch(ctx, &kickv1alpha1.KickRequestList{}, client.InNamespace(f.NS))
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			if kr, ok := ev.Object.(*kickv1alpha1.KickRequest); ok && ev.Type != watch.Bookmark && ev.Type != watch.Error {
-				observe(kr)
-			}
-		}
-	}()
 }
 
 // Seen returns the gates a request wrote, in order.

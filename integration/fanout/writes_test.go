@@ -55,7 +55,7 @@ type waitingWrites struct {
 func watchWaitingWrites(t *testing.T, f *fixture.F) *waitingWrites {
 	t.Helper()
 	ww := &waitingWrites{last: map[string]*kickv1alpha1.KickRequest{}, waited: map[string]bool{}}
-	watchRequests(t, f, ww.observe)
+	f.WatchRequests(ww.observe)
 	return ww
 }
 

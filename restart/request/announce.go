@@ -27,7 +27,9 @@ func (r *Reconciler) announce(ctx context.Context, orig, kr *kickv1alpha1.KickRe
 	if from == to && !s.reopened {
 		return
 	}
-	r.record(kr, s.event)
+	if !s.unannounced(orig) {
+		r.record(kr, s.event)
+	}
 	if to.IsTerminal() {
 		r.Metrics.outcome(kr.Status.Provider, to)
 	}
@@ -38,6 +40,19 @@ func (r *Reconciler) announce(ctx context.Context, orig, kr *kickv1alpha1.KickRe
 	if err := r.Router.Publish(ctx, ev); err != nil {
 		log.FromContext(ctx).Error(err, "publish phase change")
 	}
+}
+
+// unannounced reports whether this transition records no Event: it ends,
+// in the request's one status write, a restart the driver applied at once
+// and whose rollout completed before the request recorded it as Executing.
+// That status write (Succeeded, with the restart and its completion) is
+// the record; an Event saying the same would be a fifth write for every
+// such restart (the record of the change, the patch, the request, its
+// status). Notifications and the timeline still get the phase change. A
+// restart that took longer (KickStarted, then KickSucceeded), that waited
+// for a gate, or that failed keeps its Events.
+func (s *step) unannounced(orig *kickv1alpha1.KickRequest) bool {
+	return s.adopted && s.kr.Status.Phase == kickv1alpha1.PhaseSucceeded && orig.Status.Phase != kickv1alpha1.PhaseExecuting
 }
 
 // announceGate publishes a GateChanged when the gate decision of an open

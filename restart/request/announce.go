@@ -44,7 +44,8 @@ func (r *Reconciler) announce(ctx context.Context, orig, kr *kickv1alpha1.KickRe
 
 // unannounced reports whether this transition records no Event: it ends,
 // in the request's one status write, a restart the driver applied at once
-// and whose rollout completed before the request recorded it as Executing.
+// and whose rollout completed before the request recorded anything of it
+// (the request was new, or finished and now reopened).
 // That status write (Succeeded, with the restart and its completion) is
 // the record; an Event saying the same would be a fifth write for every
 // such restart (the record of the change, the patch, the request, its
@@ -52,7 +53,9 @@ func (r *Reconciler) announce(ctx context.Context, orig, kr *kickv1alpha1.KickRe
 // restart that took longer (KickStarted, then KickSucceeded), that waited
 // for a gate, or that failed keeps its Events.
 func (s *step) unannounced(orig *kickv1alpha1.KickRequest) bool {
-	return s.adopted && s.kr.Status.Phase == kickv1alpha1.PhaseSucceeded && orig.Status.Phase != kickv1alpha1.PhaseExecuting
+	from := orig.Status.Phase
+	return s.adopted && s.kr.Status.Phase == kickv1alpha1.PhaseSucceeded &&
+		(from == "" || from == kickv1alpha1.PhasePending || from.IsTerminal())
 }
 
 // announceGate publishes a GateChanged when the gate decision of an open

@@ -112,3 +112,32 @@ func TestTransitionTimeIsThePersistedOne(t *testing.T) {
 		}
 	}
 }
+
+// TestOnlyAnUnrecordedQuickRestartGoesWithoutAnEvent: the one status write
+// of a driver restart whose rollout ended before its request recorded
+// anything records no Event; a restart the request recorded as Executing,
+// or one it had been seen waiting for, or its own, keeps its Events.
+func TestOnlyAnUnrecordedQuickRestartGoesWithoutAnEvent(t *testing.T) {
+	cases := []struct {
+		from    kickv1alpha1.KickRequestPhase
+		adopted bool
+		to      kickv1alpha1.KickRequestPhase
+		quiet   bool
+	}{
+		{"", true, kickv1alpha1.PhaseSucceeded, true},
+		{kickv1alpha1.PhasePending, true, kickv1alpha1.PhaseSucceeded, true},
+		{kickv1alpha1.PhaseSucceeded, true, kickv1alpha1.PhaseSucceeded, true}, // reopened
+		{kickv1alpha1.PhaseExecuting, true, kickv1alpha1.PhaseSucceeded, false},
+		{kickv1alpha1.PhaseWaitingForGate, true, kickv1alpha1.PhaseSucceeded, false},
+		{kickv1alpha1.PhasePending, false, kickv1alpha1.PhaseSucceeded, false},
+		{kickv1alpha1.PhasePending, true, kickv1alpha1.PhaseFailed, false},
+		{kickv1alpha1.PhasePending, true, kickv1alpha1.PhaseExecuting, false},
+	}
+	for _, c := range cases {
+		orig := &kickv1alpha1.KickRequest{Status: kickv1alpha1.KickRequestStatus{Phase: c.from}}
+		s := &step{kr: &kickv1alpha1.KickRequest{Status: kickv1alpha1.KickRequestStatus{Phase: c.to}}, adopted: c.adopted}
+		if got := s.unannounced(orig); got != c.quiet {
+			t.Errorf("%q → %q (adopted %v): without an Event %v, want %v", c.from, c.to, c.adopted, got, c.quiet)
+		}
+	}
+}

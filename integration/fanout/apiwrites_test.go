@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -124,6 +125,20 @@ func appRequests(n int) []string {
 // phase of each version of each request the change wrote.
 func writesPerRestart(t *testing.T, f *fixture.F, restarts int, change func(), requests ...string) (float64, map[string][]string) {
 	t.Helper()
+	// The manager watches every namespace: an earlier test's namespace
+	// being deleted would have it write about that one meanwhile.
+	cluster.Eventually(t, 3*time.Minute, "earlier tests' namespaces to be gone", func() (bool, error) {
+		var nss corev1.NamespaceList
+		if err := f.Env.Client.List(f.Ctx, &nss); err != nil {
+			return false, err
+		}
+		for _, ns := range nss.Items {
+			if ns.Status.Phase == corev1.NamespaceTerminating {
+				return false, fmt.Errorf("namespace %s is being deleted", ns.Name)
+			}
+		}
+		return true, nil
+	})
 	before := quietWrites(t, f, 3*time.Second)
 	// Watched from the list's resourceVersion: only what is written after.
 	var list kickv1alpha1.KickRequestList
@@ -137,9 +152,11 @@ func writesPerRestart(t *testing.T, f *fixture.F, restarts int, change func(), r
 		defer mu.Unlock()
 		versions[kr.Name] = append(versions[kr.Name], string(kr.Status.Phase))
 	}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+	events0 := eventReasons(t, f)
 	change()
 	waitRestarted(f, &list, requests...)
 	after := quietWrites(t, f, 3*time.Second)
+	t.Logf("new Events: %v", newEvents(events0, eventReasons(t, f)))
 	mu.Lock()
 	defer mu.Unlock()
 	t.Logf("request versions: %v", versions)
@@ -243,3 +260,28 @@ const (
 	noBudgetWrites = 4
 	cappedWrites   = 8.5
 )
+
+// eventReasons counts the namespace's Events by "kind reason", by UID.
+func eventReasons(t *testing.T, f *fixture.F) map[string]string {
+	t.Helper()
+	var list corev1.EventList
+	if err := f.Env.Client.List(f.Ctx, &list, client.InNamespace(f.NS)); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, ev := range list.Items {
+		out[string(ev.UID)] = ev.InvolvedObject.Kind + " " + ev.Reason
+	}
+	return out
+}
+
+// newEvents counts the Events in after and not in before by "kind reason".
+func newEvents(before, after map[string]string) map[string]int {
+	out := map[string]int{}
+	for uid, what := range after {
+		if _, ok := before[uid]; !ok {
+			out[what]++
+		}
+	}
+	return out
+}

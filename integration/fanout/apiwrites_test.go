@@ -242,7 +242,7 @@ restart: {maxConcurrent: 2, minInterval: 0s}`)
 		}
 	}
 	if per > cappedWrites {
-		t.Errorf("a fan-out through 2 slots wrote %.2f times per restart, want at most %.1f", per, cappedWrites)
+		t.Errorf("a fan-out through 2 slots wrote %.2f times per restart, want at most %d", per, cappedWrites)
 	}
 }
 
@@ -256,9 +256,13 @@ func count(xs []string, x string) int {
 	return n
 }
 
+// cappedWrites leaves room for the policy's blockedWorkloads (written at
+// most every 5 s while the queue shrinks): 8.0 to 8.5 in runs on a shared
+// machine, 10.5 before the cuts. Executing written once per request is
+// checked on its own.
 const (
 	noBudgetWrites = 4
-	cappedWrites   = 8.5
+	cappedWrites   = 9
 )
 
 // eventReasons counts the namespace's Events by "kind reason", by UID.

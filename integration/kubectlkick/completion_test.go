@@ -83,7 +83,7 @@ func TestCompletion(t *testing.T) {
 		{[]string{"restart", "de"}, []string{"deployment/"}, ":6"},
 		{[]string{"restart", "st"}, []string{"statefulset/"}, ":6"},
 		{[]string{"restart", "sts"}, []string{"sts/"}, ":6"},
-		{[]string{"explain", ""}, []string{"daemonset/", "deployment/", "statefulset/"}, ":6"},
+		{[]string{"explain", ""}, []string{"daemonset/", "deployment/", "rollout/", "statefulset/"}, ":6"},
 		// Then the names of the namespace's workloads of that kind.
 		{[]string{"restart", "deployment/"}, []string{"deployment/api", "deployment/web", "deployment/worker"}, ":4"},
 		{[]string{"restart", "deploy/w"}, []string{"deploy/web", "deploy/worker"}, ":4"},

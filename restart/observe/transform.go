@@ -87,18 +87,19 @@ func LastWrite(m *metav1.ObjectMeta) (time.Time, bool) {
 	return last, !last.IsZero()
 }
 
-// content fingerprints a source read in full and returns its λ(s) (zero when it carries no
-// timestamps). The object is not kept.
-func content(f *Fingerprinter, obj client.Object) (fingerprint string, lastWrite time.Time) {
+// content fingerprints a source read in full, as a whole and key by key, and returns its λ(s)
+// (zero when it carries no timestamps). The object is not kept.
+func content(f *Fingerprinter, obj client.Object) (fingerprint string, keys *KeyPrints, lastWrite time.Time) {
 	var m *metav1.ObjectMeta
+	var k KeyPrints
 	switch o := obj.(type) {
 	case *corev1.Secret:
-		fingerprint, m = f.Secret(o), &o.ObjectMeta
+		fingerprint, k, m = f.Secret(o), f.SecretKeys(o), &o.ObjectMeta
 	case *corev1.ConfigMap:
-		fingerprint, m = f.ConfigMap(o), &o.ObjectMeta
+		fingerprint, k, m = f.ConfigMap(o), f.ConfigMapKeys(o), &o.ObjectMeta
 	default:
-		return "", time.Time{}
+		return "", nil, time.Time{}
 	}
 	lastWrite, _ = LastWrite(m)
-	return fingerprint, lastWrite
+	return fingerprint, &k, lastWrite
 }

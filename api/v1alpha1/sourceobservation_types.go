@@ -161,6 +161,12 @@ type KeyHistory struct {
 	Entries []KeyObservation `json:"entries,omitempty"`
 }
 
+// Usable reports whether the history can be compared key by key: it exists
+// and lists every key of the source.
+func (h *KeyHistory) Usable() bool {
+	return h != nil && h.Count <= MaxKeyEntries && len(h.Entries) == int(h.Count)
+}
+
 // KeyObservation is one key of a source.
 type KeyObservation struct {
 	// ID is 16 hex digits of an HMAC of the key name, bound to the source's

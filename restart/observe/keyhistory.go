@@ -1,22 +1,18 @@
 package observe
 
 import (
+	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/assess"
 	"github.com/kick-operator/kick/restart/discovery"
 	"github.com/kick-operator/kick/router"
 )
-
-// UsableKeys reports whether a record's per-key history can be compared
-// key by key: it exists and lists every key of the source (a source with
-// more than kickv1alpha1.MaxKeyEntries keys is remembered as a whole).
-func UsableKeys(h *kickv1alpha1.KeyHistory) bool {
-	return h != nil && h.Count <= kickv1alpha1.MaxKeyEntries && len(h.Entries) == int(h.Count)
-}
 
 // WithKeys upgrades a classification: content that did not change, under
 // a record without any per-key history (written before KICK kept one),
@@ -45,7 +41,7 @@ func nextKeys(prev *kickv1alpha1.SourceObservationSpec, class Class, keys *KeyPr
 		return h // remembered as a whole
 	}
 	var old *kickv1alpha1.KeyHistory
-	if prev != nil && class != Baseline && class != Rebaseline && UsableKeys(prev.Keys) {
+	if prev != nil && class != Baseline && class != Rebaseline && prev.Keys.Usable() {
 		old = prev.Keys
 	}
 	h.Entries = make([]kickv1alpha1.KeyObservation, len(keys.Entries))
@@ -92,7 +88,7 @@ func nextKeys(prev *kickv1alpha1.SourceObservationSpec, class Class, keys *KeyPr
 // is the key id of a name (Fingerprinter.KeyName bound to the source).
 func KeysUnread(prev, spec *kickv1alpha1.SourceObservationSpec, reads []discovery.Keys, nameID func(string) string) []bool {
 	unread := make([]bool, len(reads))
-	if prev == nil || !UsableKeys(prev.Keys) || !UsableKeys(spec.Keys) || spec.LastRelevantChangeTime == nil {
+	if prev == nil || !prev.Keys.Usable() || !spec.Keys.Usable() || spec.LastRelevantChangeTime == nil {
 		return unread
 	}
 	now := spec.LastRelevantChangeTime
@@ -128,7 +124,7 @@ func KeysUnread(prev, spec *kickv1alpha1.SourceObservationSpec, reads []discover
 // keysUnread returns the consumers that read only keys of the source
 // (kind, key) that the change from prev to spec left alone.
 func (r *SourceReconciler) keysUnread(prev, spec *kickv1alpha1.SourceObservationSpec, kind string, key types.NamespacedName, consumers []consumer) []router.ObjectRef {
-	if prev == nil || !UsableKeys(prev.Keys) {
+	if prev == nil || !prev.Keys.Usable() {
 		return nil
 	}
 	reads := make([]discovery.Keys, len(consumers))
@@ -148,4 +144,41 @@ func (r *SourceReconciler) keysUnread(prev, spec *kickv1alpha1.SourceObservation
 		}
 	}
 	return out
+}
+
+// PreviewPrev prepares a stored record for previewing a write (the
+// admission preflight): it returns a copy of prev whose per-key prints are
+// old's, the prints of the object the write replaces, with each key's
+// change time kept. Next(result, Relevant, an observation with the written
+// object's prints, made the same way) then dates exactly the keys the
+// write changes, comparing the written object with the one it replaces,
+// never with a stored print (a dry run must not tell whether a guessed
+// value is the stored one). old nil (a create), or a record without a
+// usable history, returns prev as it is.
+func (f *Fingerprinter) PreviewPrev(prev *kickv1alpha1.SourceObservationSpec, old *KeyPrints) *kickv1alpha1.SourceObservationSpec {
+	if prev == nil || old == nil || !prev.Keys.Usable() || old.Count > kickv1alpha1.MaxKeyEntries {
+		return prev
+	}
+	out := prev.DeepCopy()
+	changed := make(map[string]*kickv1alpha1.NanoTime, len(prev.Keys.Entries))
+	for _, e := range prev.Keys.Entries {
+		changed[e.ID] = e.Changed
+	}
+	out.Keys.Count, out.Keys.Entries = int32(old.Count), slices.Clone(old.Entries)
+	for i := range out.Keys.Entries {
+		out.Keys.Entries[i].Changed = changed[out.Keys.Entries[i].ID].DeepCopy()
+	}
+	return out
+}
+
+// Prints returns the per-key prints of a Secret or ConfigMap; false for
+// any other object.
+func Prints(f *Fingerprinter, obj client.Object) (KeyPrints, bool) {
+	switch o := obj.(type) {
+	case *corev1.Secret:
+		return f.SecretKeys(o), true
+	case *corev1.ConfigMap:
+		return f.ConfigMapKeys(o), true
+	}
+	return KeyPrints{}, false
 }

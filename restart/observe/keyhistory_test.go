@@ -160,7 +160,7 @@ func TestKeysBeyondTheBound(t *testing.T) {
 		data[fmt.Sprintf("key-%05d", i)] = "v"
 	}
 	_, spec := observeSecret(f, nil, keySecret(data), "1", time.Now())
-	if spec.Keys == nil || spec.Keys.Count != 10000 || spec.Keys.Entries != nil || UsableKeys(spec.Keys) {
+	if spec.Keys == nil || spec.Keys.Count != 10000 || spec.Keys.Entries != nil || spec.Keys.Usable() {
 		t.Fatalf("keys of a 10,000-key Secret: count %d, %d entries", spec.Keys.Count, len(spec.Keys.Entries))
 	}
 	b, _ := json.Marshal(spec)

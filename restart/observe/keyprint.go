@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 )
@@ -101,6 +102,13 @@ func (f *Fingerprinter) keyPrints(kind string, m *metav1.ObjectMeta, binary map[
 		})
 	}
 	return out
+}
+
+// RawPrints returns per-key prints of values as some encoding gives them
+// (the admission review's JSON): comparable only with prints of values
+// encoded the same way, never with a record's.
+func (f *Fingerprinter) RawPrints(kind, namespace, name string, uid types.UID, values map[string][]byte) KeyPrints {
+	return f.keyPrints(kind, &metav1.ObjectMeta{Namespace: namespace, Name: name, UID: uid}, values, nil)
 }
 
 // short is the first keyPrintHex hex digits of the HMAC.

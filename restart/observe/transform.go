@@ -91,15 +91,15 @@ func LastWrite(m *metav1.ObjectMeta) (time.Time, bool) {
 // (zero when it carries no timestamps). The object is not kept.
 func content(f *Fingerprinter, obj client.Object) (fingerprint string, keys *KeyPrints, lastWrite time.Time) {
 	var m *metav1.ObjectMeta
-	var k KeyPrints
 	switch o := obj.(type) {
 	case *corev1.Secret:
-		fingerprint, k, m = f.Secret(o), f.SecretKeys(o), &o.ObjectMeta
+		fingerprint, m = f.Secret(o), &o.ObjectMeta
 	case *corev1.ConfigMap:
-		fingerprint, k, m = f.ConfigMap(o), f.ConfigMapKeys(o), &o.ObjectMeta
+		fingerprint, m = f.ConfigMap(o), &o.ObjectMeta
 	default:
 		return "", nil, time.Time{}
 	}
+	k, _ := Prints(f, obj)
 	lastWrite, _ = LastWrite(m)
 	return fingerprint, &k, lastWrite
 }

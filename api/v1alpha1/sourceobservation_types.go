@@ -154,8 +154,8 @@ type KeyHistory struct {
 	// +optional
 	Removed *NanoTime `json:"removed,omitempty"`
 
-	// Entries are the keys, in the byte order of their names; empty when
-	// Count exceeds MaxKeyEntries (256).
+	// Entries are the keys, in the order of their ids; empty when Count
+	// exceeds MaxKeyEntries (256).
 	// +optional
 	// +kubebuilder:validation:MaxItems=256
 	Entries []KeyObservation `json:"entries,omitempty"`

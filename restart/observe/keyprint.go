@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,8 +29,9 @@ const (
 type KeyPrints struct {
 	// Count is how many keys the source holds.
 	Count int
-	// Entries are the keys in the byte order of their names, without change
-	// times; nil when Count exceeds kickv1alpha1.MaxKeyEntries.
+	// Entries are the keys in the order of their ids (which says nothing
+	// about their names), without change times; nil when Count exceeds
+	// kickv1alpha1.MaxKeyEntries.
 	Entries []kickv1alpha1.KeyObservation
 }
 
@@ -101,6 +103,7 @@ func (f *Fingerprinter) keyPrints(kind string, m *metav1.ObjectMeta, binary map[
 			ID: f.KeyName(m.Namespace, kind, m.Name, k), Fingerprint: w.short(),
 		})
 	}
+	slices.SortFunc(out.Entries, func(a, b kickv1alpha1.KeyObservation) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }
 

@@ -446,6 +446,9 @@ func (r *SourceReconciler) record(ctx context.Context, kind string, key types.Na
 // record. The Secret and ConfigMap observer and the optional observers (CSI mounts) share it.
 func WriteRecord(ctx context.Context, c client.Writer, stored *kickv1alpha1.SourceObservation, name, apiVersion, kind string,
 	owner client.Object, spec kickv1alpha1.SourceObservationSpec) (*kickv1alpha1.SourceObservation, error) {
+	// The write goes out with a logger that discards everything: client-go logs request and
+	// response bodies at high verbosity, and this body holds fingerprints and key ids.
+	ctx = logr.NewContext(ctx, logr.Discard())
 	ref := metav1.OwnerReference{
 		APIVersion:         apiVersion,
 		Kind:               kind,

@@ -190,7 +190,7 @@ func (s *session) gather(ctx context.Context, kind kickv1alpha1.TargetKind, name
 	reads := discovery.KeysRead(&tmpl.Spec)
 	for _, d := range discovery.FromWorkload(w) {
 		df := depFacts{dep: d, fields: fields[d]}
-		if k, ok := reads[d.IndexKey()]; ok {
+		if k, ok := reads[d]; ok {
 			df.reads = &k
 		}
 		if counted(d) {

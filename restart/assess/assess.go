@@ -120,7 +120,7 @@ func Assess(f Facts) Assessment {
 		a.Dependencies = make([]DependencyResult, 0, len(f.Dependencies))
 	}
 	for _, d := range f.Dependencies {
-		dr := describe(d, p)
+		dr := describe(d, p, keyNamer(f, d))
 		a.Dependencies = append(a.Dependencies, dr)
 		switch {
 		case p == nil:
@@ -190,7 +190,7 @@ func selectPolicy(f Facts) Selection {
 }
 
 // describe decides a dependency's scope under p and reads its record.
-func describe(d Dependency, p *kickv1alpha1.KickPolicy) DependencyResult {
+func describe(d Dependency, p *kickv1alpha1.KickPolicy, keyName func(string) string) DependencyResult {
 	dr := DependencyResult{Dependency: d}
 	if !d.Counted {
 		dr.Scope, dr.Record = ScopeNotCounted, RecordNotCounted
@@ -224,7 +224,7 @@ func describe(d Dependency, p *kickv1alpha1.KickPolicy) DependencyResult {
 	default:
 		dr.Change = RecordedChange(d.Record)
 		if d.Reads != nil && (p == nil || !p.Spec.CountsEveryKey()) {
-			if c, ok := KeyChange(d.Record, *d.Reads, d.KeyName); ok {
+			if c, ok := KeyChange(d.Record, *d.Reads, keyName); ok {
 				dr.Whole, dr.Change, dr.KeyLevel = dr.Change, c, true
 			}
 		}
@@ -234,6 +234,16 @@ func describe(d Dependency, p *kickv1alpha1.KickPolicy) DependencyResult {
 		}
 	}
 	return dr
+}
+
+// keyNamer names d's keys as its record does; nil when the facts cannot,
+// or when d is not read key by key.
+func keyNamer(f Facts, d Dependency) func(string) string {
+	if f.KeyNames == nil || d.Reads == nil || d.Reads.All {
+		return nil
+	}
+	names, ns := f.KeyNames, f.Target.Namespace
+	return func(key string) string { return names(ns, d.Kind, d.Name, key) }
 }
 
 func scopeOf(p *kickv1alpha1.KickPolicy, labels map[string]string) string {

@@ -32,6 +32,10 @@ type Facts struct {
 	// Handed is a change the caller knows of that the records may not show
 	// yet (the router event that woke the caller); zero when none.
 	Handed freshness.Change
+	// KeyNames names a key of a source as the records do (an HMAC of the
+	// name, bound to the source); nil when the caller cannot compute it (it
+	// lacks the installation's key), which counts every key.
+	KeyNames func(namespace, kind, source, key string) string
 	// HandedUnread is a handed change of keys the workload does not read:
 	// it counts only where the policy counts every key (restart.keys All).
 	HandedUnread freshness.Change
@@ -118,10 +122,6 @@ type Dependency struct {
 	// Reads are the keys of a Secret or ConfigMap the pod template reads
 	// (discovery.KeysRead); nil when unknown, which counts every key.
 	Reads *discovery.Keys
-	// KeyName names a key as the record does (an HMAC of the name, bound to
-	// this source); nil when the caller cannot compute it (it lacks the
-	// installation's key), which counts every key.
-	KeyName func(key string) string
 	// RecordErr is set when the record could not be read.
 	RecordErr error
 }

@@ -74,7 +74,7 @@ func TestAssessKeyLevel(t *testing.T) {
 		f := baseFacts()
 		f.Dependencies[0].Record = keyRecord(time.Time{})
 		f.Dependencies[0].Reads = &discovery.Keys{Names: reads}
-		f.Dependencies[0].KeyName = upper
+		f.KeyNames = func(_, _, _, key string) string { return upper(key) }
 		if keysAll {
 			f.Policies[0].Spec.Restart = &kickv1alpha1.RestartSpec{Keys: kickv1alpha1.KeysAll}
 		}

@@ -27,7 +27,7 @@ func (k Keys) Reads(name string) bool {
 }
 
 // KeysRead returns, for every Secret and ConfigMap the pod spec consumes
-// (by IndexKey, "Secret/db"), the keys it reads:
+// (as FromPodSpec names it), the keys it reads:
 //
 //   - env[].valueFrom.secretKeyRef / configMapKeyRef read their key;
 //   - a volume or projected source with items reads the listed keys;
@@ -40,11 +40,14 @@ func (k Keys) Reads(name string) bool {
 // containers all count; optional references count like the others (a key
 // that appears later is then a change). The result covers exactly the
 // Secrets and ConfigMaps of FromPodSpec; it is nil for a spec without any.
-func KeysRead(spec *corev1.PodSpec) map[string]Keys {
+func KeysRead(spec *corev1.PodSpec) map[Dependency]Keys {
 	if spec == nil {
 		return nil
 	}
-	r := keyReader{mounts: mountsOf(spec)}
+	r := keyReader{}
+	if len(spec.Volumes) > 0 {
+		r.mounts = mountsOf(spec)
+	}
 	for i := range spec.InitContainers {
 		r.env(spec.InitContainers[i].Env, spec.InitContainers[i].EnvFrom)
 	}
@@ -127,7 +130,11 @@ func firstElement(subPath string) (string, bool) {
 
 type keyReader struct {
 	mounts map[string]*mount
-	out    map[string]Keys
+	out    map[Dependency]Keys
+}
+
+func source(kind, name string) Dependency {
+	return Dependency{APIVersion: CoreAPIVersion, Kind: kind, Name: name}
 }
 
 func (r *keyReader) all(kind, name string) {
@@ -135,9 +142,9 @@ func (r *keyReader) all(kind, name string) {
 		return
 	}
 	if r.out == nil {
-		r.out = map[string]Keys{}
+		r.out = map[Dependency]Keys{}
 	}
-	r.out[IndexKey(kind, name)] = Keys{All: true}
+	r.out[source(kind, name)] = Keys{All: true}
 }
 
 func (r *keyReader) key(kind, name string, keys ...string) {
@@ -145,9 +152,9 @@ func (r *keyReader) key(kind, name string, keys ...string) {
 		return
 	}
 	if r.out == nil {
-		r.out = map[string]Keys{}
+		r.out = map[Dependency]Keys{}
 	}
-	k := IndexKey(kind, name)
+	k := source(kind, name)
 	cur, seen := r.out[k]
 	if cur.All {
 		return

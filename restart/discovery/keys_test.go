@@ -37,7 +37,7 @@ func TestKeysRead(t *testing.T) {
 	tests := []struct {
 		name string
 		spec *corev1.PodSpec
-		want map[string]Keys
+		want map[Dependency]Keys
 	}{
 		{name: "nil", spec: nil, want: nil},
 		{name: "nothing consumed", spec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}, want: nil},
@@ -48,7 +48,7 @@ func TestKeysRead(t *testing.T) {
 				{Name: "C", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
 					LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}, Key: "level"}}},
 			}}}},
-			want: map[string]Keys{"Secret/db": names("host", "password"), "ConfigMap/settings": names("level")},
+			want: map[Dependency]Keys{secret("db"): names("host", "password"), configMap("settings"): names("level")},
 		},
 		{
 			name: "envFrom reads every key and absorbs single keys",
@@ -57,7 +57,7 @@ func TestKeysRead(t *testing.T) {
 				{EnvFrom: []corev1.EnvFromSource{secretEnvFrom("db"), configMapEnvFrom("flags")}},
 				{Env: []corev1.EnvVar{keyRef("db", "host", false)}},
 			}},
-			want: map[string]Keys{"Secret/db": every, "ConfigMap/flags": every},
+			want: map[Dependency]Keys{secret("db"): every, configMap("flags"): every},
 		},
 		{
 			name: "init containers (sidecars) and ephemeral containers count",
@@ -67,12 +67,12 @@ func TestKeysRead(t *testing.T) {
 				EphemeralContainers: []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
 					Env: []corev1.EnvVar{keyRef("debug", "token", false)}}}},
 			},
-			want: map[string]Keys{"Secret/db": names("tls"), "Secret/debug": names("token")},
+			want: map[Dependency]Keys{secret("db"): names("tls"), secret("debug"): names("token")},
 		},
 		{
 			name: "optional key refs count",
 			spec: &corev1.PodSpec{Containers: []corev1.Container{{Env: []corev1.EnvVar{keyRef("db", "later", true)}}}},
-			want: map[string]Keys{"Secret/db": names("later")},
+			want: map[Dependency]Keys{secret("db"): names("later")},
 		},
 		{
 			name: "volume with items reads the listed keys",
@@ -80,7 +80,7 @@ func TestKeysRead(t *testing.T) {
 				Containers: []corev1.Container{{VolumeMounts: []corev1.VolumeMount{{Name: "tls", MountPath: "/tls"}}}},
 				Volumes:    []corev1.Volume{secretVol("tls", "certs", items("tls.crt", "cert.pem", "tls.key", "key.pem"))},
 			},
-			want: map[string]Keys{"Secret/certs": names("tls.crt", "tls.key")},
+			want: map[Dependency]Keys{secret("certs"): names("tls.crt", "tls.key")},
 		},
 		{
 			name: "whole volume mounted without subPath reads every key",
@@ -88,12 +88,12 @@ func TestKeysRead(t *testing.T) {
 				Containers: []corev1.Container{{VolumeMounts: []corev1.VolumeMount{{Name: "tls", MountPath: "/tls"}}}},
 				Volumes:    []corev1.Volume{secretVol("tls", "certs", nil)},
 			},
-			want: map[string]Keys{"Secret/certs": every},
+			want: map[Dependency]Keys{secret("certs"): every},
 		},
 		{
 			name: "a volume no container mounts reads every key (the safe side)",
 			spec: &corev1.PodSpec{Volumes: []corev1.Volume{secretVol("tls", "certs", nil)}},
-			want: map[string]Keys{"Secret/certs": every},
+			want: map[Dependency]Keys{secret("certs"): every},
 		},
 		{
 			name: "subPath of a whole volume reads the key its first element names",
@@ -103,7 +103,7 @@ func TestKeysRead(t *testing.T) {
 				Volumes: []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 					LocalObjectReference: corev1.LocalObjectReference{Name: "conf"}}}}},
 			},
-			want: map[string]Keys{"ConfigMap/conf": names("app.yaml", "dir", "log.yaml")},
+			want: map[Dependency]Keys{configMap("conf"): names("app.yaml", "dir", "log.yaml")},
 		},
 		{
 			name: "one whole mount next to subPath mounts reads every key",
@@ -114,7 +114,7 @@ func TestKeysRead(t *testing.T) {
 				},
 				Volumes: []corev1.Volume{secretVol("tls", "certs", nil)},
 			},
-			want: map[string]Keys{"Secret/certs": every},
+			want: map[Dependency]Keys{secret("certs"): every},
 		},
 		{
 			name: "subPathExpr and the kubelet's ..data read every key",
@@ -124,7 +124,7 @@ func TestKeysRead(t *testing.T) {
 				}}},
 				Volumes: []corev1.Volume{secretVol("a", "one", nil), secretVol("b", "two", nil)},
 			},
-			want: map[string]Keys{"Secret/one": every, "Secret/two": every},
+			want: map[Dependency]Keys{secret("one"): every, secret("two"): every},
 		},
 		{
 			name: "subPath into a volume with items reads the items under it",
@@ -132,7 +132,7 @@ func TestKeysRead(t *testing.T) {
 				Containers: []corev1.Container{{VolumeMounts: []corev1.VolumeMount{mountAt("tls", "pem")}}},
 				Volumes:    []corev1.Volume{secretVol("tls", "certs", items("tls.crt", "pem/cert", "tls.key", "pem/key", "ca.crt", "ca"))},
 			},
-			want: map[string]Keys{"Secret/certs": names("tls.crt", "tls.key")},
+			want: map[Dependency]Keys{secret("certs"): names("tls.crt", "tls.key")},
 		},
 		{
 			name: "projected sources with and without items",
@@ -143,7 +143,7 @@ func TestKeysRead(t *testing.T) {
 					{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "c"}}},
 				}}}}},
 			},
-			want: map[string]Keys{"Secret/s": names("a"), "ConfigMap/c": every},
+			want: map[Dependency]Keys{secret("s"): names("a"), configMap("c"): every},
 		},
 		{
 			name: "binaryData keys are keys like the others",
@@ -152,7 +152,7 @@ func TestKeysRead(t *testing.T) {
 				Volumes: []corev1.Volume{{Name: "bin", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 					LocalObjectReference: corev1.LocalObjectReference{Name: "assets"}}}}},
 			},
-			want: map[string]Keys{"ConfigMap/assets": names("logo.png")},
+			want: map[Dependency]Keys{configMap("assets"): names("logo.png")},
 		},
 		{
 			name: "CSI classes and image pull secrets carry no keys",
@@ -183,7 +183,7 @@ func TestKeysReadCoversDependencies(t *testing.T) {
 			continue
 		}
 		n++
-		if _, ok := reads[d.IndexKey()]; !ok {
+		if _, ok := reads[d]; !ok {
 			t.Errorf("KeysRead lacks %s", d)
 		}
 	}

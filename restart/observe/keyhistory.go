@@ -131,7 +131,8 @@ func (r *SourceReconciler) keysUnread(prev, spec *kickv1alpha1.SourceObservation
 	for i, c := range consumers {
 		reads[i] = discovery.Keys{All: true} // the safe side for a workload without a template of its own
 		if t, ok := discovery.PodTemplate(c.obj); ok {
-			if k, ok := discovery.KeysRead(&t.Spec)[discovery.IndexKey(kind, key.Name)]; ok {
+			src := discovery.Dependency{APIVersion: discovery.CoreAPIVersion, Kind: kind, Name: key.Name}
+			if k, ok := discovery.KeysRead(&t.Spec)[src]; ok {
 				reads[i] = k
 			}
 		}

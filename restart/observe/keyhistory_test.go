@@ -198,3 +198,34 @@ func TestRecordSizePerKey(t *testing.T) {
 		t.Fatal("a key name or value reached the record")
 	}
 }
+
+// BenchmarkKeyRecords observes Secrets of 20 keys (a baseline, then a
+// change of one key) the way the observer does, and reports the record's
+// size and what 10,000 such records take in etcd (JSON, spec only).
+func BenchmarkKeyRecords(b *testing.B) {
+	f := NewFingerprinter(testKey)
+	const secrets, keys = 10000, 20
+	data := map[string]string{}
+	for k := range keys {
+		data[fmt.Sprintf("APP_SETTING_%02d", k)] = strings.Repeat("v", 32)
+	}
+	now := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	var size, whole int
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		s := keySecret(data)
+		s.Name, s.UID = fmt.Sprintf("db-%05d", i%secrets), "u"
+		_, base := observeSecret(f, nil, s, "1", now)
+		s.Data["APP_SETTING_07"] = []byte(fmt.Sprint(i))
+		_, changed := observeSecret(f, &base, s, "2", now.Add(time.Second))
+		out, _ := json.Marshal(changed)
+		changed.Keys = nil
+		w, _ := json.Marshal(changed)
+		size, whole = len(out), len(w)
+		i++
+	}
+	b.ReportMetric(float64(size), "record-bytes")
+	b.ReportMetric(float64(size-whole)/keys, "bytes/key")
+	b.ReportMetric(float64(size)*secrets/1e6, "MB/10k-secrets")
+}

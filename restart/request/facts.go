@@ -129,7 +129,8 @@ func (b *Batch) Facts(ctx context.Context, h workload.Handle) (assess.Facts, err
 		f.Target.RestartedAt = stamp
 	}
 	deps := discovery.FromWorkload(target)
-	reads := keysRead(target)
+	reads := b.keysRead(target, len(deps))
+	f.KeyNames = b.KeyNames
 	if len(deps) > 0 {
 		f.Dependencies = make([]assess.Dependency, 0, len(deps))
 	}
@@ -164,7 +165,7 @@ func (b *Batch) Facts(ctx context.Context, h workload.Handle) (assess.Facts, err
 				}
 			}
 		}
-		b.keys(reads, target.GetNamespace(), dep, &d)
+		d.Reads = reads.of(dep)
 		f.Dependencies = append(f.Dependencies, d)
 	}
 	rollout, err := h.Inspect(ctx, b.c)

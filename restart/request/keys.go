@@ -3,7 +3,6 @@ package request
 import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kick-operator/kick/restart/assess"
 	"github.com/kick-operator/kick/restart/discovery"
 )
 
@@ -12,22 +11,33 @@ import (
 // source, keyed with the installation's key.
 type KeyNamer func(namespace, kind, source, key string) string
 
-// keysRead is which keys of each source the workload's pod template reads.
-func keysRead(target client.Object) map[string]discovery.Keys {
+// keyReads are the keys a workload reads of each of its sources.
+type keyReads struct {
+	m   map[discovery.Dependency]discovery.Keys
+	buf []discovery.Keys // holds what of returns, one allocation for all
+}
+
+// keysRead is which keys of each of its n sources the workload's pod
+// template reads; nil without a KeyNamer, which could not use them.
+func (b *Batch) keysRead(target client.Object, n int) *keyReads {
+	if b.KeyNames == nil {
+		return nil
+	}
 	if t, ok := discovery.PodTemplate(target); ok {
-		return discovery.KeysRead(&t.Spec)
+		return &keyReads{m: discovery.KeysRead(&t.Spec), buf: make([]discovery.Keys, 0, n)}
 	}
 	return nil
 }
 
-// keys tells the assessment which keys of dep the workload reads, and how
-// the record names them; without a KeyNamer every key counts.
-func (b *Batch) keys(reads map[string]discovery.Keys, namespace string, dep discovery.Dependency, d *assess.Dependency) {
-	k, ok := reads[dep.IndexKey()]
-	if !ok || b.KeyNames == nil {
-		return
+// of returns the keys read of dep; nil (every key counts) when unknown.
+func (r *keyReads) of(dep discovery.Dependency) *discovery.Keys {
+	if r == nil {
+		return nil
 	}
-	d.Reads = &k
-	names, kind, name := b.KeyNames, dep.Kind, dep.Name
-	d.KeyName = func(key string) string { return names(namespace, kind, name, key) }
+	k, ok := r.m[dep]
+	if !ok || len(r.buf) == cap(r.buf) {
+		return nil
+	}
+	r.buf = append(r.buf, k) // within capacity: earlier pointers stay valid
+	return &r.buf[len(r.buf)-1]
 }

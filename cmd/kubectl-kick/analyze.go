@@ -82,6 +82,9 @@ type dependencyResult struct {
 	// KeyLevel, when set, says that the manager counts only the changes of
 	// the keys read, which explain cannot single out.
 	KeyLevel string `json:"keyLevel,omitempty"`
+	// Reads says which changes count: "every key", or those of the keys
+	// read (by number); empty for a kind without keys.
+	Reads string `json:"reads,omitempty"`
 }
 
 type rolloutResult struct {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 )
 
@@ -12,17 +14,25 @@ const keyLevelNote = "the manager counts only changes of the keys read, matched 
 // whether the manager judges it key by key (policy restart.keys Read and a
 // record with per-key history). It names no key: by count only.
 func describeKeys(d *dependencyResult, df depFacts, p *kickv1alpha1.KickPolicy) {
-	if df.reads == nil || df.reads.All {
+	if df.reads == nil {
+		return
+	}
+	d.Reads = "every key"
+	if df.reads.All {
 		return
 	}
 	n := len(df.reads.Names)
 	d.KeysRead = &n
-	if df.record == nil || df.record.Spec.Keys == nil {
-		return
+	every := p != nil && p.Spec.CountsEveryKey()
+	if df.record != nil && df.record.Spec.Keys != nil {
+		count := int(df.record.Spec.Keys.Count)
+		d.KeyEntries = &count
+		every = every || !df.record.Spec.Keys.Usable()
+		if !every {
+			d.KeyLevel = keyLevelNote
+		}
 	}
-	count := int(df.record.Spec.Keys.Count)
-	d.KeyEntries = &count
-	if df.record.Spec.Keys.Usable() && (p == nil || !p.Spec.CountsEveryKey()) {
-		d.KeyLevel = keyLevelNote
+	if !every {
+		d.Reads = fmt.Sprintf("changes of the %d key(s) it reads", n)
 	}
 }

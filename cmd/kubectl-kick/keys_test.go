@@ -27,9 +27,12 @@ func TestDescribeKeys(t *testing.T) {
 		t.Fatalf("text %q, json %s: want a count and no key name", text, out)
 	}
 
+	if d.Reads != "changes of the 1 key(s) it reads" {
+		t.Fatalf("reads %q", d.Reads)
+	}
 	d = dependencyResult{}
 	describeKeys(&d, depFacts{reads: reads, record: rec}, all)
-	if d.KeyLevel != "" {
+	if d.KeyLevel != "" || d.Reads != "every key" {
 		t.Fatalf("restart.keys All: %+v", d)
 	}
 	d = dependencyResult{}

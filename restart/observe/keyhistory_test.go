@@ -229,3 +229,31 @@ func BenchmarkKeyRecords(b *testing.B) {
 	b.ReportMetric(float64(size-whole)/keys, "bytes/key")
 	b.ReportMetric(float64(size)*secrets/1e6, "MB/10k-secrets")
 }
+
+// The preflight's preview dates exactly the keys the write changes against
+// the object it replaces, whatever prints the stored record holds: a dry
+// run must not tell whether a guessed value is the stored one.
+func TestPreviewPrevComparesWithTheReplacedObject(t *testing.T) {
+	f := NewFingerprinter(testKey)
+	t0 := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	_, stored := observeSecret(f, nil, keySecret(map[string]string{"a": "stored", "b": "stored"}), "1", t0)
+	old := keySecret(map[string]string{"a": "guess", "b": "old"})
+	written := keySecret(map[string]string{"a": "guess", "b": "new"})
+	prev := f.PreviewPrev(&stored, old)
+	k, _ := Prints(f, written)
+	o := Observed{Source: stored.Source, KeyID: f.KeyID(), ResourceVersion: "2", Keys: &k}
+	now := t0.Add(time.Hour)
+	next := Next(prev, Relevant, o, now)
+	if e := entryOf(t, f, next, "a"); e.Changed != nil {
+		t.Errorf("key a, equal in the write and the replaced object, dated %v: the stored print was consulted", e.Changed)
+	}
+	if e := entryOf(t, f, next, "b"); e.Changed == nil || !e.Changed.Equal(now) {
+		t.Errorf("key b changed by the write: dated %v, want %v", e.Changed, now)
+	}
+	if stored.Keys.Entries[0].Fingerprint == prev.Keys.Entries[0].Fingerprint && stored.Keys.Entries[1].Fingerprint == prev.Keys.Entries[1].Fingerprint {
+		t.Error("PreviewPrev kept the stored prints")
+	}
+	if f.PreviewPrev(&stored, nil) != &stored {
+		t.Error("a create (no replaced object) changed the stored record")
+	}
+}

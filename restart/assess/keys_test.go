@@ -1,6 +1,7 @@
 package assess
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -102,5 +103,25 @@ func TestAssessKeyLevel(t *testing.T) {
 	f.Policies[0].Spec.Restart = &kickv1alpha1.RestartSpec{Keys: kickv1alpha1.KeysAll}
 	if a := Assess(f); a.Verdict != Stale {
 		t.Fatalf("handed unread change, keys All: %s", a.Verdict)
+	}
+}
+
+// An earlier wave's member that reads only keys a change left alone never
+// restarts for it, so it does not hold the later waves; one that reads the
+// changed key does, until it carries it.
+func TestWaveMemberReadsOtherKeys(t *testing.T) {
+	f := baseFacts()
+	waved(&f, 0)
+	f.Dependencies[0].Record = keyRecord(time.Time{})
+	f.Dependencies[0].Reads = &discovery.Keys{Names: []string{"b"}} // changed at t0+1m
+	f.KeyNames = func(_, _, _, key string) string { return upper(key) }
+	f.Waves.Earlier["Secret/db"] = []WaveMember{{Workload: "Deployment shop/a", Since: t0, Complete: true,
+		Reads: &discovery.Keys{Names: []string{"a"}}}} // unchanged since the baseline at t0-1h
+	if a := Assess(f); a.Gate.Stage == StageWave && !a.Gate.Allowed && strings.Contains(a.Gate.Message, "have not restarted") {
+		t.Fatalf("a member that does not read the changed key holds the wave: %s", a.Gate.Message)
+	}
+	f.Waves.Earlier["Secret/db"][0].Reads = &discovery.Keys{Names: []string{"b"}}
+	if a := Assess(f); !strings.Contains(a.Gate.Message, "1 of 1 workloads have not restarted yet (Deployment shop/a)") {
+		t.Fatalf("a member that reads the changed key: %s", a.Gate.Message)
 	}
 }

@@ -239,7 +239,8 @@ func TestPreviewPrevComparesWithTheReplacedObject(t *testing.T) {
 	_, stored := observeSecret(f, nil, keySecret(map[string]string{"a": "stored", "b": "stored"}), "1", t0)
 	old := keySecret(map[string]string{"a": "guess", "b": "old"})
 	written := keySecret(map[string]string{"a": "guess", "b": "new"})
-	prev := f.PreviewPrev(&stored, old)
+	oldPrints := f.SecretKeys(old)
+	prev := f.PreviewPrev(&stored, &oldPrints)
 	k, _ := Prints(f, written)
 	o := Observed{Source: stored.Source, KeyID: f.KeyID(), ResourceVersion: "2", Keys: &k}
 	now := t0.Add(time.Hour)

@@ -81,6 +81,10 @@ type SourceChanged struct {
 	ChangeTime time.Time
 	// Consumers are the workloads that consume Source.
 	Consumers []ObjectRef
+	// KeysUnread are those of Consumers that read only keys of Source this
+	// change left as they were: the change counts for them only where their
+	// policy counts every key (restart.keys All).
+	KeysUnread []ObjectRef
 }
 
 func (SourceChanged) Kind() EventKind { return KindSourceChanged }

@@ -140,3 +140,10 @@ func (s *KickPolicySpec) WaveBake(i int) time.Duration {
 	}
 	return 0
 }
+
+// CountsEveryKey reports whether every change of a source counts for the
+// policy's workloads (restart.keys All), not only changes of the keys they
+// read (Read, the default).
+func (s *KickPolicySpec) CountsEveryKey() bool {
+	return s != nil && s.Restart != nil && s.Restart.Keys == KeysAll
+}

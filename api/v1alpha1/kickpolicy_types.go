@@ -214,6 +214,18 @@ type RestartSpec struct {
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^(100|[1-9][0-9]?)%$')",message="maxConcurrent must be an integer of at least 1 or a percentage from 1% to 100%, such as 5 or \"10%\""
 	MaxConcurrent *intstr.IntOrString `json:"maxConcurrent,omitempty"`
 
+	// Keys says which changes of a Secret or ConfigMap count for a
+	// workload. Read (the default): only changes of the keys its pod
+	// template reads (a secretKeyRef or configMapKeyRef, a volume's items,
+	// the key a subPath names); envFrom and volumes mounted whole read every
+	// key, and for them an added or removed key counts too. All: every
+	// change of the object counts, whichever keys the workload reads, for
+	// applications that reach their data in ways the pod template does not
+	// show.
+	// +optional
+	// +kubebuilder:default=Read
+	Keys KeyPolicy `json:"keys,omitempty"`
+
 	// Waves order the restarts that one change of a source causes among
 	// this policy's workloads. The workloads of the first wave restart
 	// first; those of the next wave only once every workload of the waves
@@ -229,6 +241,17 @@ type RestartSpec struct {
 	// +kubebuilder:validation:MaxItems=10
 	Waves []RestartWave `json:"waves,omitempty"`
 }
+
+// KeyPolicy says which changes of a source count for a workload.
+// +kubebuilder:validation:Enum=Read;All
+type KeyPolicy string
+
+const (
+	// KeysRead counts the changes of the keys the workload reads.
+	KeysRead KeyPolicy = "Read"
+	// KeysAll counts every change of the source.
+	KeysAll KeyPolicy = "All"
+)
 
 // RestartWave is one step of an ordered fan-out.
 type RestartWave struct {

@@ -115,6 +115,73 @@ type SourceObservationSpec struct {
 	// classified.
 	// +optional
 	Class ObservationClass `json:"class,omitempty"`
+
+	// Keys is the per-key memory of a Secret or ConfigMap: when each key
+	// last changed, under keyed hashes of the key names and values. It is
+	// absent in records written before KICK kept it (the observer adds it
+	// at its next look, without announcing a change) and for
+	// SecretProviderClasses, whose mounts KICK sees only as a whole.
+	// +optional
+	Keys *KeyHistory `json:"keys,omitempty"`
+}
+
+// MaxKeyEntries bounds the per-key entries of one record. A source with
+// more keys is remembered as a whole (KeyHistory.Count only), and every
+// change of it counts for every consumer, as with spec.restart.keys All.
+const MaxKeyEntries = 256
+
+// KeyHistory is what KICK remembers about the keys of one source. It never
+// holds a key name or value: entries are named by an HMAC of the key name
+// and carry an HMAC of the value, both keyed with the installation's
+// fingerprint key (fingerprintKeyID).
+type KeyHistory struct {
+	// Count is how many keys the source held at the last observation.
+	// +kubebuilder:validation:Minimum=0
+	Count int32 `json:"count"`
+
+	// BaselineFrom and BaselineTo bound when the keys whose entries carry
+	// no change time came to be: the record's change when its per-key
+	// history began (a first observation, an upgrade from a record
+	// without one, or a new fingerprint key). BaselineTo is omitted when
+	// the moment is exact.
+	// +optional
+	BaselineFrom *NanoTime `json:"baselineFrom,omitempty"`
+	// +optional
+	BaselineTo *NanoTime `json:"baselineTo,omitempty"`
+
+	// Removed is when a key last disappeared from the source. A workload
+	// that reads a key the source does not hold counts it.
+	// +optional
+	Removed *NanoTime `json:"removed,omitempty"`
+
+	// Entries are the keys, in the order of their ids; empty when Count
+	// exceeds MaxKeyEntries (256).
+	// +optional
+	// +kubebuilder:validation:MaxItems=256
+	Entries []KeyObservation `json:"entries,omitempty"`
+}
+
+// Usable reports whether the history can be compared key by key: it exists
+// and lists every key of the source.
+func (h *KeyHistory) Usable() bool {
+	return h != nil && h.Count <= MaxKeyEntries && len(h.Entries) == int(h.Count)
+}
+
+// KeyObservation is one key of a source.
+type KeyObservation struct {
+	// ID is 16 hex digits of an HMAC of the key name, bound to the source's
+	// namespace, kind and name.
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{16}$`
+	ID string `json:"id"`
+	// Fingerprint is 16 hex digits of an HMAC of the key's value, bound to
+	// the source object.
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{16}$`
+	Fingerprint string `json:"fp"`
+	// Changed is when KICK saw this key's value change or the key appear;
+	// absent when it has not changed since the history began (see
+	// BaselineFrom).
+	// +optional
+	Changed *NanoTime `json:"changed,omitempty"`
 }
 
 // SourceObservation is KICK's durable memory of one Secret, ConfigMap or

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/kick-operator/kick/restart/observe"
 	preflightadmission "github.com/kick-operator/kick/restart/preflight/admission"
 	"github.com/kick-operator/kick/restart/preflight/certs"
 	"github.com/kick-operator/kick/restart/workload"
@@ -106,7 +107,7 @@ func splitBind(addr string) (string, int, error) {
 
 // setupPreflight adds the preflight webhook server (and, without
 // --preflight-cert-dir, its certificate rotator) to mgr.
-func setupPreflight(ctx context.Context, mgr ctrl.Manager, opts options, active *integrations, kinds *workload.Registry) error {
+func setupPreflight(ctx context.Context, mgr ctrl.Manager, opts options, active *integrations, kinds *workload.Registry, keys *observe.Fingerprinter) error {
 	p := opts.preflight
 	if !p.enabled {
 		return nil
@@ -147,6 +148,7 @@ func setupPreflight(ctx context.Context, mgr ctrl.Manager, opts options, active 
 		GitOps:            active.gitops,
 		Kinds:             kinds,
 		CSI:               active.csi,
+		Keys:              keys,
 		Ready:             synced.Load,
 		Budget:            p.budget,
 		DenyInDenyWindows: p.denyInDenyWindows,

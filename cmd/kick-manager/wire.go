@@ -109,7 +109,7 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 	}); err != nil {
 		return err
 	}
-	if err := setupPreflight(ctx, mgr, opts, active, kinds); err != nil {
+	if err := setupPreflight(ctx, mgr, opts, active, kinds, keys); err != nil {
 		return err
 	}
 	if err := wireTimeline(mgr, opts, rt, kinds); err != nil {
@@ -137,6 +137,7 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 		Kinds:                   kinds,
 		CSI:                     active.csi,
 		NoHolds:                 active.holdsOff,
+		KeyNames:                keys.KeyName,
 		Tracer:                  tracer,
 		Records:                 records,
 	})

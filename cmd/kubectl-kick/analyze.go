@@ -74,6 +74,17 @@ type dependencyResult struct {
 	// the change lies between it and LastRelevantChangeBy.
 	LastRelevantChange   *time.Time `json:"lastRelevantChange,omitempty"`
 	LastRelevantChangeBy *time.Time `json:"lastRelevantChangeBy,omitempty"`
+	// KeysRead is how many keys of the source the pod template reads
+	// (never which: explain prints no key names); absent when it reads
+	// every key. KeyEntries is how many keys the record knows.
+	KeysRead   *int `json:"keysRead,omitempty"`
+	KeyEntries *int `json:"keyEntries,omitempty"`
+	// KeyLevel, when set, says that the manager counts only the changes of
+	// the keys read, which explain cannot single out.
+	KeyLevel string `json:"keyLevel,omitempty"`
+	// Reads says which changes count: "every key", or those of the keys
+	// read (by number); empty for a kind without keys.
+	Reads string `json:"reads,omitempty"`
 }
 
 type rolloutResult struct {
@@ -189,7 +200,7 @@ func analyze(f *facts) *explanation {
 		e.RequestError = f.requestsErr.Error()
 	}
 	for i, dr := range a.Dependencies {
-		e.Dependencies = append(e.Dependencies, describeDependency(dr, f.deps[i]))
+		e.Dependencies = append(e.Dependencies, describeDependency(dr, f.deps[i], a.Selection.Policy))
 	}
 	if !a.Latest.IsZero() && a.Selection.Policy != nil {
 		e.LatestChange = &changeResult{Earliest: a.Latest.Earliest.UTC(), Latest: a.Latest.Latest.UTC(), From: a.LatestFrom}
@@ -294,8 +305,10 @@ func (f *facts) assessFacts(kr *kickv1alpha1.KickRequest) assess.Facts {
 		}
 	}
 	for _, df := range f.deps {
+		// No KeyName: explain lacks the fingerprint key, so the assessment
+		// counts every key (see describeKeys).
 		d := assess.Dependency{Kind: df.dep.Kind, Name: df.dep.Name, Fields: df.fields, Counted: counted(df.dep),
-			Labels: df.labels, Missing: df.missing, SourceErr: df.sourceErr, RecordErr: df.recordErr}
+			Labels: df.labels, Missing: df.missing, SourceErr: df.sourceErr, RecordErr: df.recordErr, Reads: df.reads}
 		if df.record != nil {
 			d.Record = &df.record.Spec
 		}
@@ -355,9 +368,10 @@ func gitOpsOnlyReason(r kickv1alpha1.GateReason) bool {
 }
 
 // describeDependency reports one dependency as the assessment saw it.
-func describeDependency(dr assess.DependencyResult, df depFacts) dependencyResult {
+func describeDependency(dr assess.DependencyResult, df depFacts, p *kickv1alpha1.KickPolicy) dependencyResult {
 	d := dependencyResult{Kind: dr.Kind, Name: dr.Name, Fields: dr.Fields, SourceMissing: dr.Missing,
 		Scope: dr.Scope, ScopeDetail: dr.ScopeDetail, Record: dr.Record}
+	describeKeys(&d, df, p)
 	if df.sourceErr != nil {
 		d.SourceError = df.sourceErr.Error()
 	}

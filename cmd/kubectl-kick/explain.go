@@ -150,8 +150,11 @@ type facts struct {
 // depFacts is what was read about one dependency. Sources are read as
 // metadata only: explain never loads Secret data.
 type depFacts struct {
-	dep       discovery.Dependency
-	fields    []string
+	dep    discovery.Dependency
+	fields []string
+	// reads are the keys the pod template reads (nil: not a Secret or
+	// ConfigMap).
+	reads     *discovery.Keys
 	labels    map[string]string
 	missing   bool
 	sourceErr error
@@ -184,8 +187,12 @@ func (s *session) gather(ctx context.Context, kind kickv1alpha1.TargetKind, name
 
 	tmpl, _ := discovery.PodTemplate(w)
 	fields := dependencyFields(&tmpl.Spec)
+	reads := discovery.KeysRead(&tmpl.Spec)
 	for _, d := range discovery.FromWorkload(w) {
 		df := depFacts{dep: d, fields: fields[d]}
+		if k, ok := reads[d]; ok {
+			df.reads = &k
+		}
 		if counted(d) {
 			s.readSource(ctx, &df)
 			s.readRecord(ctx, &df)

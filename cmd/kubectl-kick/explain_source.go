@@ -62,7 +62,11 @@ type consumerResult struct {
 	Name   string `json:"name"`
 	Policy string `json:"policy,omitempty"`
 	// Counted is set when a change of the source restarts the consumer.
-	Counted bool   `json:"counted"`
+	Counted bool `json:"counted"`
+	// Reads says which changes count for it: "every key", or "N keys"
+	// when it reads only some (the manager then counts only changes of
+	// those; explain names no key).
+	Reads   string `json:"reads,omitempty"`
 	Verdict string `json:"verdict"`
 	Summary string `json:"summary"`
 }
@@ -107,6 +111,7 @@ func (s *session) explainSource(ctx context.Context, kind, name string, now time
 		for _, d := range x.Dependencies {
 			if d.Kind == kind && d.Name == name && d.Scope == assess.ScopeIn {
 				c.Counted = c.Policy != ""
+				c.Reads = d.Reads
 			}
 		}
 		if c.Counted {
@@ -245,7 +250,7 @@ func printSourceExplanation(out io.Writer, e *sourceExplanation) {
 			policy = "policy " + c.Policy
 		}
 		if c.Counted {
-			counted = "counted"
+			counted = "counted: " + c.Reads
 		}
 		fmt.Fprintf(tw, "  %s/%s\t%s\t%s\t%s\n", strings.ToLower(c.Kind), c.Name, policy, counted, c.Summary)
 	}

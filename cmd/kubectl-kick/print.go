@@ -119,6 +119,16 @@ func recordText(d dependencyResult) string {
 	case assess.RecordRelevant, assess.RecordBaseline:
 		parts = append(parts, changeText(d))
 	}
+	if d.KeysRead != nil {
+		of := ""
+		if d.KeyEntries != nil {
+			of = fmt.Sprintf(" of %d", *d.KeyEntries)
+		}
+		parts = append(parts, fmt.Sprintf("reads %d%s keys", *d.KeysRead, of))
+		if d.KeyLevel != "" {
+			parts = append(parts, d.KeyLevel)
+		}
+	}
 	return strings.Join(parts, "; ")
 }
 

@@ -400,7 +400,8 @@ func TestPausedAndScaledToZeroDeployments(t *testing.T) {
 }
 
 // TestSecretsStaySecret: no Secret value or key name reaches the manager's
-// log, events, request or observation status, or metrics.
+// log, events, request or observation status, or metrics; nor does a
+// record's per-key id or value print leave the record.
 func TestSecretsStaySecret(t *testing.T) {
 	// The highest verbosity: client-go logs response bodies from level 8 on.
 	f := fixture.Setup(t, "--zap-log-level=10")
@@ -408,11 +409,21 @@ func TestSecretsStaySecret(t *testing.T) {
 	f.Policy("all", selectAll)
 	f.Secret("db", map[string]string{key: value}, nil)
 	f.Deployment("web", 1, fixture.PodSpec("db"))
+	// keyed reads the key by name: its decision is made key by key.
+	f.Deployment("keyed", 1, corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
+		Env: []corev1.EnvVar{{Name: "PASS", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: key}}}}}}})
 	f.WaitAvailable("web")
+	f.WaitAvailable("keyed")
 	f.WaitObservation("db")
 	f.SetSecret("db", map[string]string{key: newValue})
 	kr := f.WaitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 60*time.Second)
+	keyed := f.WaitPhase("deployment-keyed", kickv1alpha1.PhaseSucceeded, 60*time.Second)
 	rec := f.WaitObservation("db")
+	if rec.Spec.Keys == nil || len(rec.Spec.Keys.Entries) != 1 {
+		t.Fatalf("record keys %+v, want one entry", rec.Spec.Keys)
+	}
+	entry := rec.Spec.Keys.Entries[0]
 	var events corev1.EventList
 	if err := f.Env.Client.List(f.Ctx, &events, client.InNamespace(f.NS)); err != nil {
 		t.Fatal(err)
@@ -424,7 +435,7 @@ func TestSecretsStaySecret(t *testing.T) {
 	places := map[string]string{
 		"manager log":        f.Mgr.Log(),
 		"events":             fmt.Sprintf("%+v", events.Items),
-		"request":            fmt.Sprintf("%+v", kr),
+		"request":            fmt.Sprintf("%+v %+v", kr, keyed),
 		"observation record": fmt.Sprintf("%+v", rec),
 		"metrics":            metrics,
 	}
@@ -432,6 +443,11 @@ func TestSecretsStaySecret(t *testing.T) {
 		for _, secret := range []string{key, value, newValue} {
 			if strings.Contains(text, secret) {
 				t.Errorf("%s contains Secret material %q", where, secret)
+			}
+		}
+		for _, print := range []string{entry.ID, entry.Fingerprint, rec.Spec.RelevantFingerprint} {
+			if where != "observation record" && strings.Contains(text, print) {
+				t.Errorf("%s contains the record's key id or print %q", where, print)
 			}
 		}
 	}

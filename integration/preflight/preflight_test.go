@@ -80,6 +80,18 @@ schedule:
 	f.Deployment("batch", 1, fixture.PodSpec("batch-cfg"))
 	f.WaitAvailable("batch")
 	batchRecord := f.WaitObservation("batch-cfg")
+	// keyed reads one key of keyed-db: a change of the other key restarts nothing.
+	f.Policy("keyed", `
+discovery:
+  workloadSelector: {matchLabels: {app: keyed}}
+restart: {minInterval: 1s}
+`)
+	f.Secret("keyed-db", map[string]string{secretKey: secretValue1, "pf-other-key": "x"}, nil)
+	f.Deployment("keyed", 1, corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
+		Env: []corev1.EnvVar{{Name: "PASS", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "keyed-db"}, Key: secretKey}}}}}}})
+	f.WaitAvailable("keyed")
+	keyedRecord := f.WaitObservation("keyed-db")
 
 	var seen []string // everything the preflight said, for the leak check
 	apply := func(what, manifest string, args ...string) []string {
@@ -133,6 +145,12 @@ schedule:
 	})
 	t.Run("metadata-only edit says no restart", func(t *testing.T) {
 		want("label", apply("label", secretYAML(ns, "db", secretKey, secretValue1, "team", "shop")), "kick: no restart: data unchanged")
+	})
+	t.Run("a change of a key the workload does not read says so", func(t *testing.T) {
+		want("other key", apply("other key", secretYAML(ns, "keyed-db", "pf-other-key", "pf-other-value-2"), "--dry-run=server"),
+			"kick: no restart: deployment/keyed reads only keys that did not change")
+		want("read key", apply("read key", secretYAML(ns, "keyed-db", secretKey, secretValue2), "--dry-run=server"),
+			"kick: restarts deployment/keyed now (policy keyed)")
 	})
 	t.Run("unconsumed Secret gets no warning", func(t *testing.T) {
 		want("unconsumed", apply("unconsumed", secretYAML(ns, "lonely", secretKey, secretValue1)))
@@ -244,7 +262,20 @@ schedule:
 		var rec kickv1alpha1.SourceObservation
 		_ = env.Client.Get(f.Ctx, client.ObjectKeyFromObject(record), &rec)
 		all := strings.Join(seen, "\n") + f.Mgr.Log()
-		for _, s := range []string{secretKey, secretValue1, secretValue2, record.Spec.RelevantFingerprint, rec.Spec.RelevantFingerprint} {
+		secrets := []string{secretKey, "pf-other-key", secretValue1, secretValue2, record.Spec.RelevantFingerprint, rec.Spec.RelevantFingerprint}
+		var keyed kickv1alpha1.SourceObservation
+		_ = env.Client.Get(f.Ctx, client.ObjectKeyFromObject(keyedRecord), &keyed)
+		for _, r := range []*kickv1alpha1.SourceObservation{record, &rec, keyedRecord, &keyed} {
+			if r.Spec.Keys != nil {
+				for _, e := range r.Spec.Keys.Entries { // key ids and value prints
+					secrets = append(secrets, e.ID, e.Fingerprint)
+				}
+			}
+		}
+		if len(secrets) < 8 {
+			t.Errorf("the records hold no per-key entries to look for: %d strings", len(secrets))
+		}
+		for _, s := range secrets {
 			if s != "" && strings.Contains(all, s) {
 				t.Errorf("%q appears in a warning, an audit annotation or the manager log", s)
 			}

@@ -100,8 +100,13 @@ type DependencyResult struct {
 	Scope       string
 	ScopeDetail string
 	Record      string
-	// Change is the recorded change (zero without a record).
+	// Change is the recorded change (zero without a record): with KeyLevel,
+	// the newest change of the keys the workload reads.
 	Change freshness.Change
+	// KeyLevel is set when Change counts only the keys the workload reads;
+	// Whole is then the change of the object as a whole.
+	KeyLevel bool
+	Whole    freshness.Change
 }
 
 // Assess answers for the facts. It reads nothing and is deterministic.
@@ -115,7 +120,7 @@ func Assess(f Facts) Assessment {
 		a.Dependencies = make([]DependencyResult, 0, len(f.Dependencies))
 	}
 	for _, d := range f.Dependencies {
-		dr := describe(d, p)
+		dr := describe(d, p, keyNamer(f, d))
 		a.Dependencies = append(a.Dependencies, dr)
 		switch {
 		case p == nil:
@@ -139,6 +144,10 @@ func Assess(f Facts) Assessment {
 	}
 	if Adds(f.Handed, a.Latest) {
 		a.Latest = a.Latest.Max(f.Handed)
+		a.LatestFrom = "change event"
+	}
+	if p != nil && p.Spec.CountsEveryKey() && Adds(f.HandedUnread, a.Latest) {
+		a.Latest = a.Latest.Max(f.HandedUnread)
 		a.LatestFrom = "change event"
 	}
 	if f.RolloutErr != nil && unknown == "" {
@@ -181,7 +190,7 @@ func selectPolicy(f Facts) Selection {
 }
 
 // describe decides a dependency's scope under p and reads its record.
-func describe(d Dependency, p *kickv1alpha1.KickPolicy) DependencyResult {
+func describe(d Dependency, p *kickv1alpha1.KickPolicy, keyName func(string) string) DependencyResult {
 	dr := DependencyResult{Dependency: d}
 	if !d.Counted {
 		dr.Scope, dr.Record = ScopeNotCounted, RecordNotCounted
@@ -214,12 +223,27 @@ func describe(d Dependency, p *kickv1alpha1.KickPolicy) DependencyResult {
 		dr.Record = RecordNone
 	default:
 		dr.Change = RecordedChange(d.Record)
+		if d.Reads != nil && (p == nil || !p.Spec.CountsEveryKey()) {
+			if c, ok := KeyChange(d.Record, *d.Reads, keyName); ok {
+				dr.Whole, dr.Change, dr.KeyLevel = dr.Change, c, true
+			}
+		}
 		dr.Record = RecordRelevant
 		if d.Record.Class == kickv1alpha1.ObservationBaseline {
 			dr.Record = RecordBaseline
 		}
 	}
 	return dr
+}
+
+// keyNamer names d's keys as its record does; nil when the facts cannot,
+// or when d is not read key by key.
+func keyNamer(f Facts, d Dependency) func(string) string {
+	if f.KeyNames == nil || d.Reads == nil || d.Reads.All {
+		return nil
+	}
+	names, ns := f.KeyNames, f.Target.Namespace
+	return func(key string) string { return names(ns, d.Kind, d.Name, key) }
 }
 
 func scopeOf(p *kickv1alpha1.KickPolicy, labels map[string]string) string {
@@ -257,6 +281,18 @@ func (a *Assessment) Reopen(kr *kickv1alpha1.KickRequest) ReopenVerdict {
 		return ReopenVerdict{Reason: kickv1alpha1.ReasonAlreadyCarried, Message: "nothing to restart: " + a.VerdictMessage}
 	}
 	return ReopenVerdict{Reopen: true, Reason: kickv1alpha1.ReasonNewChange, Message: "a newer change reopened the request"}
+}
+
+// OnlyUnreadKeysChanged reports whether a dependency of this kind changed
+// after the rollout started but not in any key the workload reads: what
+// keeps a Fresh workload from restarting.
+func (a *Assessment) OnlyUnreadKeysChanged(kind string) bool {
+	for _, d := range a.Dependencies {
+		if d.Kind == kind && d.KeyLevel && freshness.Newer(d.Whole, a.Rollout.Start) && !freshness.Newer(d.Change, a.Rollout.Start) {
+			return true
+		}
+	}
+	return false
 }
 
 // NewestSourceChange returns the in-scope Secret or ConfigMap with the

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/restart/discovery"
 	"github.com/kick-operator/kick/restart/freshness"
 )
 
@@ -24,6 +25,51 @@ func RecordedChange(spec *kickv1alpha1.SourceObservationSpec) freshness.Change {
 		c.Latest = end
 	}
 	return c
+}
+
+// KeyChange reads, from an observation record, the newest change of the
+// keys a workload reads: a key's own change time, or the history's
+// baseline for a key unchanged since it began; a key the source does not
+// hold counts the last removal of a key (it may be the one removed). It
+// reports false, with the change of the whole object, when the workload
+// reads every key, when nameID is nil, or when the record has no usable
+// per-key history (written before KICK kept one, or more keys than
+// kickv1alpha1.MaxKeyEntries).
+func KeyChange(spec *kickv1alpha1.SourceObservationSpec, reads discovery.Keys, nameID func(string) string) (freshness.Change, bool) {
+	if spec == nil {
+		return freshness.Change{}, false
+	}
+	h := spec.Keys
+	if reads.All || nameID == nil || !h.Usable() {
+		return RecordedChange(spec), false
+	}
+	var base freshness.Change
+	if h.BaselineFrom != nil {
+		base = freshness.At(h.BaselineFrom.Time)
+		if h.BaselineTo != nil && h.BaselineTo.After(base.Earliest) {
+			base.Latest = h.BaselineTo.Time
+		}
+	}
+	var c freshness.Change
+	for _, name := range reads.Names {
+		id := nameID(name)
+		found := false
+		for i := range h.Entries {
+			if e := &h.Entries[i]; e.ID == id {
+				found = true
+				if e.Changed != nil {
+					c = c.Max(freshness.At(e.Changed.Time))
+				} else {
+					c = c.Max(base)
+				}
+				break
+			}
+		}
+		if !found && h.Removed != nil {
+			c = c.Max(freshness.At(h.Removed.Time))
+		}
+	}
+	return c, true
 }
 
 // AnnotatedChange parses the request's ChangeAnnotation: "<t>" for an exact

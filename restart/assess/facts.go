@@ -5,6 +5,7 @@ import (
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/gitops"
+	"github.com/kick-operator/kick/restart/discovery"
 	"github.com/kick-operator/kick/restart/freshness"
 )
 
@@ -31,6 +32,13 @@ type Facts struct {
 	// Handed is a change the caller knows of that the records may not show
 	// yet (the router event that woke the caller); zero when none.
 	Handed freshness.Change
+	// KeyNames names a key of a source as the records do (an HMAC of the
+	// name, bound to the source); nil when the caller cannot compute it (it
+	// lacks the installation's key), which counts every key.
+	KeyNames func(namespace, kind, source, key string) string
+	// HandedUnread is a handed change of keys the workload does not read:
+	// it counts only where the policy counts every key (restart.keys All).
+	HandedUnread freshness.Change
 	// GitOps is the GitOps provider's decision; nil when it was not asked
 	// (the gate then reports the GitOps stage as unknown).
 	GitOps *gitops.Decision
@@ -111,6 +119,9 @@ type Dependency struct {
 	SourceErr error
 	// Record is the observation record's spec; nil when there is none.
 	Record *kickv1alpha1.SourceObservationSpec
+	// Reads are the keys of a Secret or ConfigMap the pod template reads
+	// (discovery.KeysRead); nil when unknown, which counts every key.
+	Reads *discovery.Keys
 	// RecordErr is set when the record could not be read.
 	RecordErr error
 }

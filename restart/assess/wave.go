@@ -7,6 +7,7 @@ import (
 	"time"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/restart/discovery"
 	"github.com/kick-operator/kick/restart/freshness"
 )
 
@@ -39,6 +40,9 @@ type WaveMember struct {
 	// Released is set when the member's restart failed its rollout and a
 	// person released the halt: the waves after it go on without it.
 	Released bool
+	// Reads are the keys of the source the member reads; nil when unknown
+	// (every key counts). A member waits only for the changes of its keys.
+	Reads *discovery.Keys
 }
 
 // EarlierWave reports the wave of a consumer of a source, with labels,
@@ -153,6 +157,22 @@ func pendingSources(f Facts, deps []DependencyResult) []DependencyResult {
 	return out
 }
 
+// memberChange is the change of d that member m has to carry: d's, or,
+// when m reads only some keys and d's record can tell them apart, the
+// newest change of those keys if it is older (m never restarts for a key
+// it does not read, so waiting for it would wait for ever).
+func memberChange(f Facts, p *kickv1alpha1.KickPolicy, d DependencyResult, m WaveMember) freshness.Change {
+	if m.Reads == nil || m.Reads.All || f.KeyNames == nil || p.Spec.CountsEveryKey() || d.Dependency.Record == nil {
+		return d.Change
+	}
+	names, ns := f.KeyNames, f.Target.Namespace
+	c, ok := KeyChange(d.Dependency.Record, *m.Reads, func(key string) string { return names(ns, d.Kind, d.Name, key) })
+	if ok && c.Latest.Before(d.Change.Latest) {
+		return c
+	}
+	return d.Change
+}
+
 // judgeWaves returns the earliest wave whose members hold the change of d
 // back, nil when none does.
 func judgeWaves(f Facts, p *kickv1alpha1.KickPolicy, d DependencyResult, members []WaveMember) *wavePending {
@@ -168,7 +188,7 @@ func judgeWaves(f Facts, p *kickv1alpha1.KickPolicy, d DependencyResult, members
 		}
 		w.members++
 		switch {
-		case freshness.Newer(d.Change, m.Since):
+		case freshness.Newer(memberChange(f, p, d, m), m.Since):
 			w.notYet = append(w.notYet, m.Workload)
 		case !m.Complete:
 			w.rolling = append(w.rolling, m.Workload+" ("+m.Status+")")

@@ -79,3 +79,13 @@ func BenchmarkIndexFunc(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkKeysRead(b *testing.B) {
+	spec := realisticPodSpec()
+	b.ReportAllocs()
+	for b.Loop() {
+		if reads := KeysRead(spec); len(reads) != 19 {
+			b.Fatalf("got %d sources", len(reads))
+		}
+	}
+}

@@ -23,6 +23,11 @@ const (
 	MetaOnly Class = "MetaOnly"
 	// NoChange: same content, same resourceVersion.
 	NoChange Class = "NoChange"
+	// Upgrade: same content, but the record has no per-key history yet (it
+	// was written by a version of KICK that kept none). The history is
+	// added, every key dated like the record's current change, and nothing
+	// is announced.
+	Upgrade Class = "Upgrade"
 )
 
 // Observed is what the observer knows about one source at one moment.
@@ -33,6 +38,9 @@ type Observed struct {
 	ResourceVersion string
 	// LastWrite is λ(s); zero when the object carried no timestamps at all.
 	LastWrite time.Time
+	// Keys are the per-key prints; nil when the content was not read (the
+	// record's own prints stand for it then).
+	Keys *KeyPrints
 	// SeenAt is when this manager first received the observed resourceVersion (SeenAt of the
 	// cached copy); zero when unknown, for example when the read returned a newer version than
 	// the cache holds. The content was written no later than this.
@@ -67,7 +75,9 @@ func Classify(rec *kickv1alpha1.SourceObservation, fingerprint, resourceVersion,
 // Persisted reports whether an observation of this class changes the record in a way that must
 // be written: the relevant fields change only for Baseline, Relevant and Rebaseline. MetaOnly
 // would only advance lastSeenResourceVersion, which is not worth a write.
-func (c Class) Persisted() bool { return c == Baseline || c == Relevant || c == Rebaseline }
+func (c Class) Persisted() bool {
+	return c == Baseline || c == Relevant || c == Rebaseline || c == Upgrade
+}
 
 // Published reports whether an observation of this class is announced to consumers.
 func (c Class) Published() bool { return c == Baseline || c == Relevant }
@@ -122,6 +132,9 @@ func Next(prev *kickv1alpha1.SourceObservationSpec, class Class, o Observed, now
 	}
 	spec.RelevantFingerprint = o.Fingerprint
 	spec.FingerprintKeyID = o.KeyID
+	if o.Keys != nil {
+		spec.Keys = nextKeys(prev, class, o.Keys, &spec)
+	}
 	return spec
 }
 

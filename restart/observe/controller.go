@@ -147,6 +147,8 @@ type outcome struct {
 	published bool
 	theta     time.Time
 	consumers int
+	// unread are the consumers that read only keys this change left alone.
+	unread []router.ObjectRef
 	// retryAfter, when set, asks for the source to be reconciled again after it (its
 	// namespace spent its fetch budget, or reached its bound of followed sources).
 	retryAfter time.Duration
@@ -217,11 +219,12 @@ func (r *SourceReconciler) reconcileSource(ctx context.Context, kind sourceKind,
 		return outcome{skipped: skipped}, err
 	}
 
-	out := outcome{class: Classify(current, obs.Fingerprint, obs.ResourceVersion, obs.KeyID), consumers: len(consumers)}
+	refs := refsOf(consumers)
+	out := outcome{class: WithKeys(Classify(current, obs.Fingerprint, obs.ResourceVersion, obs.KeyID), current, obs), consumers: len(consumers)}
 	if out.class == Relevant && len(consumers) > 0 {
 		// A restart that answered this content before its record was
 		// written (and then the manager stopped) dates the change.
-		if at, ok := r.answeredBy(ctx, kind.name, obs, consumers, r.now()); ok && (obs.SeenAt.IsZero() || at.Before(obs.SeenAt)) {
+		if at, ok := r.answeredBy(ctx, kind.name, obs, refs, r.now()); ok && (obs.SeenAt.IsZero() || at.Before(obs.SeenAt)) {
 			obs.SeenAt = at
 		}
 	}
@@ -249,6 +252,9 @@ func (r *SourceReconciler) reconcileSource(ctx context.Context, kind sourceKind,
 	} else {
 		out.theta = time.Time{}
 	}
+	if announce && out.class == Relevant {
+		out.unread = r.keysUnread(prev, &spec, kind.name, key, consumers)
+	}
 	// With Records, the change is announced first and recorded meanwhile:
 	// whoever restarts for it either names this version on the workload in
 	// the restart's own write (inflight.Records.Pending, package evidence)
@@ -257,12 +263,12 @@ func (r *SourceReconciler) reconcileSource(ctx context.Context, kind sourceKind,
 	end := func(bool) {}
 	if announce && r.Records != nil {
 		end = r.Records.Begin(inflight.Source{Namespace: key.Namespace, Kind: kind.name, Name: key.Name}, obs.ResourceVersion)
-		looks := make([]string, len(consumers))
-		for i, c := range consumers {
+		looks := make([]string, len(refs))
+		for i, c := range refs {
 			looks[i] = inflight.WorkloadKey(c.Kind, c.Namespace, c.Name)
 		}
 		r.Records.Expect(looks)
-		if err := r.publish(ctx, kind.name, key, out, consumers); err != nil {
+		if err := r.publish(ctx, kind.name, key, out, refs); err != nil {
 			end(false)
 			return out, err
 		}
@@ -282,7 +288,7 @@ func (r *SourceReconciler) reconcileSource(ctx context.Context, kind sourceKind,
 	out.written = true
 	if announce && !out.published {
 		// Published only once the record is written: whoever reacts reads the same θ.
-		if err := r.publish(ctx, kind.name, key, out, consumers); err != nil {
+		if err := r.publish(ctx, kind.name, key, out, refs); err != nil {
 			return out, err
 		}
 		out.published = true
@@ -308,6 +314,7 @@ func (r *SourceReconciler) publish(ctx context.Context, kind string, key types.N
 		Class:      router.SourceClass(out.class),
 		ChangeTime: out.theta,
 		Consumers:  consumers,
+		KeysUnread: out.unread,
 	}
 	if err := r.Router.Publish(ctx, ev); err != nil {
 		return fmt.Errorf("publish %s: %w", ev.Key(), err)
@@ -330,7 +337,7 @@ func (r *SourceReconciler) observed(ctx context.Context, kind sourceKind, src cl
 		ResourceVersion: src.GetResourceVersion(),
 	}
 	if current != nil && o.ResourceVersion != "" && current.Spec.LastSeenResourceVersion == o.ResourceVersion &&
-		current.Spec.FingerprintKeyID == o.KeyID {
+		current.Spec.FingerprintKeyID == o.KeyID && current.Spec.Keys != nil {
 		o.Fingerprint = current.Spec.RelevantFingerprint
 		return o, "", nil
 	}
@@ -366,14 +373,28 @@ func (r *SourceReconciler) observed(ctx context.Context, kind sourceKind, src cl
 		o.SeenAt = SeenAt(src)
 	}
 	o.ResourceVersion = live.GetResourceVersion()
-	o.Fingerprint, o.LastWrite = content(r.Keys, live)
+	o.Fingerprint, o.Keys, o.LastWrite = content(r.Keys, live)
 	return o, "", nil
+}
+
+// consumer is a managed workload that consumes a source, as the cache holds it.
+type consumer struct {
+	ref router.ObjectRef
+	obj client.Object
+}
+
+func refsOf(consumers []consumer) []router.ObjectRef {
+	refs := make([]router.ObjectRef, len(consumers))
+	for i := range consumers {
+		refs[i] = consumers[i].ref
+	}
+	return refs
 }
 
 // consumers returns the managed workloads in the source's namespace that consume it with the
 // source in scope, sorted. It reads only the cache index, never the API server.
-func (r *SourceReconciler) consumers(ctx context.Context, kind string, src client.Object) ([]router.ObjectRef, error) {
-	var refs []router.ObjectRef
+func (r *SourceReconciler) consumers(ctx context.Context, kind string, src client.Object) ([]consumer, error) {
+	var refs []consumer
 	sel := client.MatchingFields{discovery.SourceIndex: discovery.IndexKey(kind, src.GetName())}
 	for _, wk := range r.Kinds.Kinds() {
 		list := wk.NewList()
@@ -387,7 +408,7 @@ func (r *SourceReconciler) consumers(ctx context.Context, kind string, src clien
 			}
 			managed, inScope := r.IsManaged(ctx, w)
 			if managed && (inScope == nil || inScope(src.GetLabels())) {
-				refs = append(refs, router.ObjectRef{APIVersion: wk.APIVersion, Kind: string(wk.Target), Namespace: w.GetNamespace(), Name: w.GetName()})
+				refs = append(refs, consumer{router.ObjectRef{APIVersion: wk.APIVersion, Kind: string(wk.Target), Namespace: w.GetNamespace(), Name: w.GetName()}, w})
 			}
 			return nil
 		})
@@ -395,8 +416,8 @@ func (r *SourceReconciler) consumers(ctx context.Context, kind string, src clien
 			return nil, err
 		}
 	}
-	slices.SortFunc(refs, func(a, b router.ObjectRef) int {
-		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
+	slices.SortFunc(refs, func(a, b consumer) int {
+		return cmp.Or(cmp.Compare(a.ref.Kind, b.ref.Kind), cmp.Compare(a.ref.Name, b.ref.Name))
 	})
 	return refs, nil
 }
@@ -425,6 +446,9 @@ func (r *SourceReconciler) record(ctx context.Context, kind string, key types.Na
 // record. The Secret and ConfigMap observer and the optional observers (CSI mounts) share it.
 func WriteRecord(ctx context.Context, c client.Writer, stored *kickv1alpha1.SourceObservation, name, apiVersion, kind string,
 	owner client.Object, spec kickv1alpha1.SourceObservationSpec) (*kickv1alpha1.SourceObservation, error) {
+	// The write goes out with a logger that discards everything: client-go logs request and
+	// response bodies at high verbosity, and this body holds fingerprints and key ids.
+	ctx = logr.NewContext(ctx, logr.Discard())
 	ref := metav1.OwnerReference{
 		APIVersion:         apiVersion,
 		Kind:               kind,

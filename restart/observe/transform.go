@@ -87,9 +87,9 @@ func LastWrite(m *metav1.ObjectMeta) (time.Time, bool) {
 	return last, !last.IsZero()
 }
 
-// content fingerprints a source read in full and returns its λ(s) (zero when it carries no
-// timestamps). The object is not kept.
-func content(f *Fingerprinter, obj client.Object) (fingerprint string, lastWrite time.Time) {
+// content fingerprints a source read in full, as a whole and key by key, and returns its λ(s)
+// (zero when it carries no timestamps). The object is not kept.
+func content(f *Fingerprinter, obj client.Object) (fingerprint string, keys *KeyPrints, lastWrite time.Time) {
 	var m *metav1.ObjectMeta
 	switch o := obj.(type) {
 	case *corev1.Secret:
@@ -97,8 +97,9 @@ func content(f *Fingerprinter, obj client.Object) (fingerprint string, lastWrite
 	case *corev1.ConfigMap:
 		fingerprint, m = f.ConfigMap(o), &o.ObjectMeta
 	default:
-		return "", time.Time{}
+		return "", nil, time.Time{}
 	}
+	k, _ := Prints(f, obj)
 	lastWrite, _ = LastWrite(m)
-	return fingerprint, lastWrite
+	return fingerprint, &k, lastWrite
 }

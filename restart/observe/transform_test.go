@@ -138,13 +138,16 @@ func TestContent(t *testing.T) {
 	f := NewFingerprinter(testKey)
 	s := &corev1.Secret{ObjectMeta: rawMeta(), Data: map[string][]byte{"password": []byte("s3cr3t-value")}}
 	s.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Time: at(1500)}, {Manager: "helm"}, {Manager: "eso", Time: at(1200)}}
-	fp, lw := content(f, s)
+	fp, keys, lw := content(f, s)
+	if keys == nil || keys.Count != 1 || len(keys.Entries) != 1 {
+		t.Errorf("Secret: key prints %+v, want one entry", keys)
+	}
 	if fp != f.Secret(s) || !lw.Equal(time.Unix(1500, 0)) {
 		t.Errorf("Secret: fingerprint %q, last write %v; want %q and the latest managedFields time 1500", fp, lw, f.Secret(s))
 	}
 	c := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", CreationTimestamp: metav1.Unix(2000, 0),
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "a"}}}, Data: map[string]string{"k": "v"}}
-	if fp, lw := content(f, c); fp != f.ConfigMap(c) || !lw.Equal(time.Unix(2000, 0)) {
+	if fp, _, lw := content(f, c); fp != f.ConfigMap(c) || !lw.Equal(time.Unix(2000, 0)) {
 		t.Errorf("ConfigMap: fingerprint %q, last write %v; want the creation time (no entry has a time)", fp, lw)
 	}
 }

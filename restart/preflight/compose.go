@@ -219,6 +219,9 @@ func outcome(c Consumer, kind string) (Outcome, bool) {
 		return o, true
 	case assess.Fresh:
 		o.Text = fmt.Sprintf("no restart of %s: its pods already carry this change", c.Ref())
+		if a.OnlyUnreadKeysChanged(kind) {
+			o.Text = fmt.Sprintf("no restart: %s reads only keys that did not change", c.Ref())
+		}
 		return o, true
 	case assess.InProgress:
 		o.Restart = true

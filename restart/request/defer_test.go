@@ -136,7 +136,7 @@ func TestRequestLeavesAHandedChangeToTheDriver(t *testing.T) {
 			a: assess.Assessment{Verdict: assess.Stale, Latest: freshness.At(now.Add(-time.Second)), Gate: assess.Gate{Allowed: true, Reason: kickv1alpha1.GateAllowed}}}
 	}
 
-	handed.add(k, freshness.At(now.Add(-time.Second)), router.ObjectRef{Kind: "Secret", Name: "db"}, now)
+	handed.add(k, freshness.At(now.Add(-time.Second)), router.ObjectRef{Kind: "Secret", Name: "db"}, now, false)
 	s := stale(now.Add(time.Second))
 	if res, _ := s.evaluate(t.Context()); !s.waitForDriver || s.restartStamp != "" || res.RequeueAfter != driverLookPoll {
 		t.Fatalf("with the change in the driver's hands: wait %v, restart %q, requeue %v", s.waitForDriver, s.restartStamp, res.RequeueAfter)
@@ -165,7 +165,7 @@ func TestRequestLeavesAHandedChangeToTheDriver(t *testing.T) {
 		t.Fatalf("after the driver's look: wait %v, restart %q", s.waitForDriver, s.restartStamp)
 	}
 	// Another workload's handed change is not this request's.
-	handed.add(WorkloadKey{Kind: kickv1alpha1.TargetDeployment, Namespace: "shop", Name: "api"}, freshness.At(now), router.ObjectRef{}, now)
+	handed.add(WorkloadKey{Kind: kickv1alpha1.TargetDeployment, Namespace: "shop", Name: "api"}, freshness.At(now), router.ObjectRef{}, now, false)
 	s = stale(now.Add(time.Second))
 	if _, _ = s.evaluate(t.Context()); s.waitForDriver {
 		t.Fatal("waits for the driver's look at another workload")

@@ -3,6 +3,7 @@ package request
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -55,6 +56,8 @@ type Driver struct {
 	Kinds *workload.Registry
 	// CSI makes Secrets Store CSI classes count as dependencies.
 	CSI bool
+	// KeyNames names keys as the observation records do (see KeyNamer).
+	KeyNames KeyNamer
 	// Now is the clock.
 	Now func() time.Time
 	// Tracer records each cycle the driver opens; nil records nothing.
@@ -114,7 +117,7 @@ func (s *routerSource) Start(ctx context.Context, q workqueue.TypedRateLimitingI
 			for _, c := range sc.Consumers {
 				k := WorkloadKey{Kind: kickv1alpha1.TargetKind(c.Kind), Namespace: c.Namespace, Name: c.Name}
 				if !sc.ChangeTime.IsZero() {
-					s.handed.add(k, freshness.At(sc.ChangeTime), sc.Source, s.now())
+					s.handed.add(k, freshness.At(sc.ChangeTime), sc.Source, s.now(), slices.Contains(sc.KeysUnread, c))
 				}
 				q.Add(k)
 			}
@@ -192,11 +195,11 @@ func (d *Driver) ensure(ctx context.Context, k WorkloadKey, handed handoff) erro
 			return nil
 		}
 	}
-	f, err := facts(ctx, d.Client, d.Kinds, d.CSI, d.mem.waveCache(), h, d.Now())
+	f, err := facts(ctx, d.Client, d.Kinds, d.CSI, d.KeyNames, d.mem.waveCache(), h, d.Now())
 	if err != nil {
 		return err
 	}
-	f.Handed = handed.change
+	f.Handed, f.HandedUnread = handed.change, handed.unread
 	if d.mem != nil {
 		f.Halts = append(f.Halts, d.mem.halts.in(k.Namespace, f.Now)...)
 	}

@@ -33,12 +33,12 @@ func Decide(ctx context.Context, g gitops.Gate, target client.Object, f assess.F
 // of the namespace selects dependencies), and the rollout of the object the
 // handle restarts. Any read error is returned, so the caller retries rather
 // than deciding on part of the facts.
-func facts(ctx context.Context, c client.Reader, kinds *workload.Registry, csi bool, waves *waveCache, h workload.Handle, now time.Time) (assess.Facts, error) {
+func facts(ctx context.Context, c client.Reader, kinds *workload.Registry, csi bool, names KeyNamer, waves *waveCache, h workload.Handle, now time.Time) (assess.Facts, error) {
 	b, err := NewBatch(ctx, c, kinds, csi, h.Target.GetNamespace(), now)
 	if err != nil {
 		return assess.Facts{Now: now}, err
 	}
-	b.shared = waves
+	b.shared, b.KeyNames = waves, names
 	return b.Facts(ctx, h)
 }
 
@@ -61,6 +61,9 @@ type Batch struct {
 	// when set, keeps them across batches for a moment.
 	members map[string][]assess.WaveMember
 	shared  *waveCache
+	// KeyNames, when set, lets the assessments count only the keys each
+	// workload reads.
+	KeyNames KeyNamer
 }
 
 // Override is a source's facts as they will be once a write is stored.
@@ -126,6 +129,8 @@ func (b *Batch) Facts(ctx context.Context, h workload.Handle) (assess.Facts, err
 		f.Target.RestartedAt = stamp
 	}
 	deps := discovery.FromWorkload(target)
+	reads := b.keysRead(target, len(deps))
+	f.KeyNames = b.KeyNames
 	if len(deps) > 0 {
 		f.Dependencies = make([]assess.Dependency, 0, len(deps))
 	}
@@ -160,6 +165,7 @@ func (b *Batch) Facts(ctx context.Context, h workload.Handle) (assess.Facts, err
 				}
 			}
 		}
+		d.Reads = reads.of(dep)
 		f.Dependencies = append(f.Dependencies, d)
 	}
 	rollout, err := h.Inspect(ctx, b.c)

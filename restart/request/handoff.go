@@ -24,18 +24,26 @@ type handedChanges struct {
 // change of the workload it has not answered.
 type handoff struct {
 	change freshness.Change
+	// unread is a change of keys the workload does not read (see
+	// assess.Facts.HandedUnread).
+	unread freshness.Change
 	source router.ObjectRef
 	since  time.Time
 }
 
-func (h *handedChanges) add(k WorkloadKey, c freshness.Change, source router.ObjectRef, at time.Time) {
+func (h *handedChanges) add(k WorkloadKey, c freshness.Change, source router.ObjectRef, at time.Time, unread bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.m == nil {
 		h.m = map[WorkloadKey]handoff{}
 	}
 	prev, held := h.m[k]
-	next := handoff{change: prev.change.Max(c), source: prev.source, since: prev.since}
+	next := handoff{change: prev.change, unread: prev.unread, source: prev.source, since: prev.since}
+	if unread {
+		next.unread = next.unread.Max(c)
+	} else {
+		next.change = next.change.Max(c)
+	}
 	if !held {
 		next.since = at
 	}

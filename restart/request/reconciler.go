@@ -51,6 +51,8 @@ type Reconciler struct {
 	Kinds *workload.Registry
 	// CSI makes Secrets Store CSI classes count as dependencies.
 	CSI bool
+	// KeyNames names keys as the observation records do (see KeyNamer).
+	KeyNames KeyNamer
 	// Tracer records the restarts; nil records nothing.
 	Tracer *tracing.Tracer
 	// Records are the observation records being written; a restart waits
@@ -337,7 +339,7 @@ func (s *step) readTarget(ctx context.Context) (reason, message string, err erro
 // assess gathers the facts from the cache, asks the GitOps provider when a
 // policy selects the target, and assesses.
 func (s *step) assess(ctx context.Context) error {
-	f, err := facts(ctx, s.r.Client, s.r.Kinds, s.r.CSI, s.r.mem.waveCache(), s.handle, s.now)
+	f, err := facts(ctx, s.r.Client, s.r.Kinds, s.r.CSI, s.r.KeyNames, s.r.mem.waveCache(), s.handle, s.now)
 	if err != nil {
 		return err
 	}

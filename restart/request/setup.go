@@ -57,6 +57,9 @@ type Options struct {
 	Kinds *workload.Registry
 	// CSI makes Secrets Store CSI classes count as dependencies.
 	CSI bool
+	// KeyNames names keys as the observation records do; nil counts every
+	// change of a source for every consumer.
+	KeyNames KeyNamer
 	// Recorder receives the requests' Events; nil means the manager's.
 	Recorder events.EventRecorder
 	// Tracer records one trace per restart cycle; nil records nothing.
@@ -106,6 +109,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		Retention:      opts.Retention,
 		Kinds:          opts.Kinds,
 		CSI:            opts.CSI,
+		KeyNames:       opts.KeyNames,
 		Tracer:         opts.Tracer,
 		Records:        opts.Records,
 		mem:            newMemory(),
@@ -196,6 +200,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		Metrics:   opts.Metrics,
 		Kinds:     opts.Kinds,
 		CSI:       opts.CSI,
+		KeyNames:  opts.KeyNames,
 		Now:       opts.Now,
 		Tracer:    opts.Tracer,
 		Records:   opts.Records,

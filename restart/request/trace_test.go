@@ -77,8 +77,8 @@ func TestHandoffKeepsTheNewestSource(t *testing.T) {
 	var h handedChanges
 	k := WorkloadKey{Kind: "Deployment", Namespace: "shop", Name: "web"}
 	t1 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
-	h.add(k, freshness.At(t1.Add(time.Second)), router.ObjectRef{Kind: "Secret", Name: "new"}, t1)
-	h.add(k, freshness.At(t1), router.ObjectRef{Kind: "Secret", Name: "old"}, t1)
+	h.add(k, freshness.At(t1.Add(time.Second)), router.ObjectRef{Kind: "Secret", Name: "new"}, t1, false)
+	h.add(k, freshness.At(t1), router.ObjectRef{Kind: "Secret", Name: "old"}, t1, false)
 	if got := h.get(k); got.source.Name != "new" || !got.change.Latest.Equal(t1.Add(time.Second)) {
 		t.Fatalf("handoff %+v", got)
 	}

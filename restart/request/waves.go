@@ -161,6 +161,7 @@ func (b *Batch) readWaveMembers(ctx context.Context, p *kickv1alpha1.KickPolicy,
 			if err != nil {
 				return nil, err
 			}
+			m.Reads = b.keysRead(w, 1).of(discovery.Dependency{APIVersion: discovery.CoreAPIVersion, Kind: kind, Name: name})
 			out = append(out, m)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/gitops"
 	"github.com/kick-operator/kick/restart/discovery"
+	"github.com/kick-operator/kick/restart/observe"
 	"github.com/kick-operator/kick/restart/preflight"
 	"github.com/kick-operator/kick/restart/workload"
 )
@@ -82,6 +83,9 @@ func benchChecker(b testing.TB) *Checker {
 	return &Checker{Client: c, GitOps: gitops.NewRegistry(), Budget: time.Second}
 }
 
+// withKeys gives the benchmark's checker a fingerprint key.
+var withKeys bool
+
 // updateOf is the review of an update of s whose data was old before.
 func updateOf(t testing.TB, s *corev1.Secret, old map[string][]byte) Write {
 	t.Helper()
@@ -111,6 +115,9 @@ func secretNames(i int) []string {
 func benchWrite(b *testing.B, name string, denyMode bool, want func(preflight.Answer) bool) {
 	c := benchChecker(b)
 	c.DenyInDenyWindows = denyMode
+	if withKeys {
+		c.Keys = observe.NewFingerprinter(make([]byte, observe.KeySize))
+	}
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, UID: types.UID("uid-" + name), ResourceVersion: "9"},
 		Data: map[string][]byte{"k": []byte("v")}}
 	ctx := context.Background()

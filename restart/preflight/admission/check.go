@@ -40,6 +40,9 @@ type Checker struct {
 	Kinds *workload.Registry
 	// CSI makes Secrets Store CSI classes count as dependencies.
 	CSI bool
+	// Keys, when set, lets the answer count only the keys each consumer
+	// reads (spec.restart.keys Read): the manager's fingerprint key.
+	Keys *observe.Fingerprinter
 	// Ready reports whether the caches have synced; nil means always.
 	Ready func() bool
 	// Budget bounds an answer; 0 means DefaultBudget.
@@ -110,6 +113,9 @@ func (c *Checker) input(ctx context.Context, w Write) (preflight.Input, error) {
 	if err != nil || len(batch.Policies()) == 0 {
 		return preflight.Input{}, err // no policy: not a namespace KICK manages
 	}
+	if c.Keys != nil {
+		batch.KeyNames = c.Keys.KeyName
+	}
 	name := w.Name
 	var meta *sourceMeta
 	if name == "" { // a create may leave it to the object
@@ -156,10 +162,17 @@ func (c *Checker) input(ctx context.Context, w Write) (preflight.Input, error) {
 		if prev == nil {
 			class = observe.Baseline
 		}
-		spec := observe.Next(prev, class, observe.Observed{
+		o := observe.Observed{
 			Source:          kickv1alpha1.ObservedSource{APIVersion: discovery.CoreAPIVersion, Kind: kickv1alpha1.SourceKind(w.Kind), Name: name},
 			ResourceVersion: meta.ResourceVersion, LastWrite: now,
-		}, now)
+		}
+		if c.Keys != nil {
+			// Key by key: the written object against the one it replaces.
+			if o.Keys, prev, err = c.previewKeys(w, name, meta, prev); err != nil {
+				return in, err
+			}
+		}
+		spec := observe.Next(prev, class, o, now)
 		batch.Override(request.Override{Kind: w.Kind, Name: name, Labels: meta.Labels, Record: &spec})
 	}
 
@@ -244,6 +257,37 @@ func sameContent(a, b []byte) (bool, error) {
 	}
 	eq := func(p, q rawJSON) bool { return bytes.Equal(p, q) }
 	return maps.EqualFunc(x.Data, y.Data, eq) && maps.EqualFunc(x.BinaryData, y.BinaryData, eq), nil
+}
+
+// previewKeys returns the key prints of the written object and the stored
+// record prepared for comparing it with the object it replaces (see
+// observe.Fingerprinter.PreviewPrev). Values are printed as the review
+// encodes them, the same way for both objects.
+func (c *Checker) previewKeys(w Write, name string, m *sourceMeta, prev *kickv1alpha1.SourceObservationSpec) (*observe.KeyPrints, *kickv1alpha1.SourceObservationSpec, error) {
+	prints := func(raw []byte) (*observe.KeyPrints, error) {
+		var x content
+		if len(raw) == 0 || json.Unmarshal(raw, &x) != nil {
+			return nil, errUnreadable
+		}
+		values := make(map[string][]byte, len(x.Data)+len(x.BinaryData))
+		for k, v := range x.Data {
+			values[k] = v
+		}
+		for k, v := range x.BinaryData {
+			values[k] = v
+		}
+		k := c.Keys.RawPrints(w.Kind, w.Namespace, name, m.UID, values)
+		return &k, nil
+	}
+	written, err := prints(w.Object)
+	if err != nil || w.Operation != preflight.Update {
+		return written, prev, err
+	}
+	old, err := prints(w.Old)
+	if err != nil {
+		return nil, nil, err
+	}
+	return written, c.Keys.PreviewPrev(prev, old), nil
 }
 
 // consumers lists, from the cache index, the workloads in namespace that

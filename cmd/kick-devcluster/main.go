@@ -23,7 +23,7 @@ const usage = `kick-devcluster runs a local Kubernetes control plane on 127.0.0.
 
 Usage:
   kick-devcluster up --dir DIR [--nodes N] [--crds upstream] [--kick-crds DIR] [--bin-dir DIR]
-                     [--gitops argocd,flux] [--gitops-bin-dir DIR]
+                     [--gitops argocd,flux,rollouts] [--gitops-bin-dir DIR]
   kick-devcluster receive [--port 18090]   (a CloudEvents receiver that prints what it gets)
 
 It writes DIR/kubeconfig, prints a line starting with "ready" once a
@@ -34,6 +34,8 @@ every process it started. Build the binaries first with "make control-plane".
 (with redis), Flux's source- and kustomize-controller, and a git server on
 127.0.0.1 (build them with "make gitops-controllers"); "ready" then also
 means an Application and a Kustomization synced from that git server.
+"rollouts" runs the Argo Rollouts controller; "ready" then also means a
+Rollout became Healthy.
 `
 
 func main() {
@@ -56,7 +58,7 @@ func run(args []string) int {
 	binDir := fs.String("bin-dir", defaultBinDir(), "directory holding the control-plane binaries (make control-plane)")
 	apiPort := fs.Int("apiserver-port", 0, "kube-apiserver port (0: pick a free one)")
 	etcdPort := fs.Int("etcd-port", 0, "etcd client port (0: pick a free one)")
-	gitops := fs.String("gitops", "", `comma-separated GitOps controllers to run: "argocd", "flux" (implies --crds upstream)`)
+	gitops := fs.String("gitops", "", `comma-separated GitOps controllers to run: "argocd", "flux", "rollouts" (Argo Rollouts; implies --crds upstream)`)
 	gitopsBin := fs.String("gitops-bin-dir", "", "directory holding the GitOps controllers (make gitops-controllers; default: bin/gitops next to this executable)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long start-up may take")
 	fs.Usage = func() { fmt.Fprint(os.Stderr, usage); fs.PrintDefaults() }
@@ -79,12 +81,14 @@ func run(args []string) int {
 			stackOpts.Argo = true
 		case "flux":
 			stackOpts.Flux = true
+		case "rollouts":
+			stackOpts.Rollouts = true
 		default:
-			fmt.Fprintf(os.Stderr, "kick-devcluster: --gitops accepts argocd and flux, not %q\n", g)
+			fmt.Fprintf(os.Stderr, "kick-devcluster: --gitops accepts argocd, flux and rollouts, not %q\n", g)
 			return 2
 		}
 	}
-	if stackOpts.Argo || stackOpts.Flux {
+	if stackOpts.Any() {
 		*crds = "upstream"
 		stackOpts.BinDir = *gitopsBin
 		if stackOpts.BinDir == "" {
@@ -111,7 +115,7 @@ func run(args []string) int {
 	started := time.Now()
 	c, err := controlplane.Start(startCtx, opts)
 	var stack *gitopsstack.Stack
-	if err == nil && (stackOpts.Argo || stackOpts.Flux) {
+	if err == nil && stackOpts.Any() {
 		if stack, err = gitopsstack.Start(startCtx, c, stackOpts); err != nil {
 			c.Stop()
 		}
@@ -126,8 +130,8 @@ func run(args []string) int {
 		return 1
 	}
 	if stack != nil {
-		fmt.Printf("gitops: git server %s (repositories in %s), Argo CD in namespace %s, Flux in namespace %s\n",
-			stack.Git.URL, stack.Git.Root, stack.ArgoNamespace, stack.FluxNamespace)
+		fmt.Printf("gitops: git server %s (repositories in %s), Argo CD in namespace %s, Flux in namespace %s, Argo Rollouts in namespace %s\n",
+			stack.Git.URL, stack.Git.Root, stack.ArgoNamespace, stack.FluxNamespace, stack.RolloutsNamespace)
 	}
 	fmt.Printf("ready in %s: export KUBECONFIG=%s  (logs in %s)\n", time.Since(started).Round(time.Millisecond), c.Kubeconfig, c.LogDir())
 	<-ctx.Done()

@@ -23,7 +23,7 @@ UPSTREAM_CRDS=(
   "github.com/argoproj/argo-cd/v3@v3.6.1 manifests/crds/appproject-crd.yaml"
   "github.com/fluxcd/kustomize-controller@v1.10.1 config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml"
   "github.com/fluxcd/helm-controller@v1.6.3 config/crd/bases/helm.toolkit.fluxcd.io_helmreleases.yaml"
-  "github.com/argoproj/argo-rollouts@v1.9.0 manifests/crds/rollout-crd.yaml"
+  "github.com/argoproj/argo-rollouts@v1.10.2 manifests/crds/rollout-crd.yaml"
   "sigs.k8s.io/secrets-store-csi-driver@v1.5.5 config/crd/bases/secrets-store.csi.x-k8s.io_secretproviderclasses.yaml"
   "sigs.k8s.io/secrets-store-csi-driver@v1.5.5 config/crd/bases/secrets-store.csi.x-k8s.io_secretproviderclasspodstatuses.yaml"
   "github.com/akuity/kargo@v1.11.2 charts/kargo/resources/crds/kargo.akuity.io_stages.yaml"

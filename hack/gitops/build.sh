@@ -3,7 +3,9 @@
 # run, from the Go module proxy, and caches them in the directory given as $1
 # (bin/gitops): Argo CD's multi-call binary (with argocd-application-controller
 # and argocd-repo-server links naming the components it runs), Flux's
-# source-controller and kustomize-controller, and the source-controller CRDs.
+# source-controller and kustomize-controller, and the source-controller CRDs,
+# and the Argo Rollouts controller (argo-rollouts) with its analysis and
+# experiment CRDs (argo-rollouts-crds).
 #
 # The pinned versions live in the wrapper modules next to this script; each
 # artefact is rebuilt only when missing or when its wrapper go.mod changes.
@@ -43,6 +45,7 @@ for w in git-verify-wrapper.sh gpg-wrapper.sh; do
 done
 build source-controller source-controller github.com/fluxcd/source-controller
 build kustomize-controller kustomize-controller github.com/fluxcd/kustomize-controller
+build argo-rollouts argo-rollouts github.com/argoproj/argo-rollouts/cmd/rollouts-controller
 
 # source-controller's CRDs (GitRepository, ...); the Kustomization CRD comes
 # with the control plane's upstream CRDs (make control-plane).
@@ -54,5 +57,19 @@ if ! fresh crds "$crd_stamp"; then
   chmod u+w "$out"/crds/*.yaml
   stamp crds "$crd_stamp"
   log "source-controller CRDs collected from $dir"
+fi
+# The Rollouts controller watches AnalysisRuns, AnalysisTemplates,
+# ClusterAnalysisTemplates and Experiments; the Rollout CRD comes with the
+# control plane's upstream CRDs, of the same version.
+ro_stamp=$(modstamp argo-rollouts)
+if ! fresh argo-rollouts-crds "$ro_stamp"; then
+  dir=$(cd "$here/argo-rollouts" && go list -m -f '{{.Dir}}' github.com/argoproj/argo-rollouts)
+  rm -rf "$out/argo-rollouts-crds" && mkdir -p "$out/argo-rollouts-crds"
+  for f in analysis-run analysis-template cluster-analysis-template experiment; do
+    cp "$dir/manifests/crds/$f-crd.yaml" "$out/argo-rollouts-crds/"
+  done
+  chmod u+w "$out"/argo-rollouts-crds/*.yaml
+  stamp argo-rollouts-crds "$ro_stamp"
+  log "Argo Rollouts' analysis and experiment CRDs collected from $dir"
 fi
 log "ready: $out"

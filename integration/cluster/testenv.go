@@ -81,7 +81,7 @@ func runMain(m *testing.M, opts TestOptions) int {
 	if binDir == "" {
 		binDir = filepath.Join(root, "bin", "k8s")
 	}
-	gitops := opts.GitOps.Argo || opts.GitOps.Flux
+	gitops := opts.GitOps.Any()
 	if gitops {
 		opts.UpstreamCRDs = true
 		if opts.GitOps.BinDir = os.Getenv("KICK_GITOPS_BIN"); opts.GitOps.BinDir == "" {

@@ -16,6 +16,7 @@ import (
 var (
 	applicationGVK   = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"}
 	kustomizationGVK = schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
+	rolloutGVK       = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Rollout"}
 	gitRepositoryGVK = schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io", Version: "v1", Kind: "GitRepository"}
 	configMapGVK     = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 	namespaceGVK     = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
@@ -60,10 +61,29 @@ func probeConfigMap(name string) string {
 	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s}\ndata: {synced: \"yes\"}\n", name)
 }
 
-// probe commits a ConfigMap for each controller, has an Application and a
-// Kustomization sync it, waits until both report success and the
-// ConfigMaps exist, then removes the probe.
+// probe proves every chosen controller works (see probeGit and
+// probeRollouts) in a namespace it removes afterwards.
 func (s *Stack) probe(ctx context.Context) error {
+	if err := s.Apply(ctx, fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n", probeNamespace)); err != nil {
+		return err
+	}
+	if s.opts.Argo || s.opts.Flux {
+		if err := s.probeGit(ctx); err != nil {
+			return err
+		}
+	}
+	if s.opts.Rollouts {
+		if err := s.probeRollouts(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// probeGit commits a ConfigMap for each GitOps tool, has an Application
+// and a Kustomization sync it, waits until both report success and the
+// ConfigMaps exist, then removes the Application and the Kustomization.
+func (s *Stack) probeGit(ctx context.Context) error {
 	s.progress("probing: an Application and a Kustomization sync from %s", s.Git.RepoURL(probeRepo))
 	if err := s.Git.Create(probeRepo); err != nil {
 		return err
@@ -72,9 +92,6 @@ func (s *Stack) probe(ctx context.Context) error {
 		"argo/cm.yaml": probeConfigMap("argo-probe"),
 		"flux/cm.yaml": probeConfigMap("flux-probe"),
 	}); err != nil {
-		return err
-	}
-	if err := s.Apply(ctx, fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n", probeNamespace)); err != nil {
 		return err
 	}
 	url := s.Git.RepoURL(probeRepo)
@@ -104,10 +121,8 @@ func (s *Stack) probe(ctx context.Context) error {
 	for _, c := range checks {
 		var last *unstructured.Unstructured
 		err := controlplane.WaitFor(ctx, 3*time.Minute, nil, c.what, func() (bool, error) {
-			for _, p := range s.procs {
-				if done, err := p.Exited(); done {
-					return false, fmt.Errorf("%s exited: %v", p.Name(), err)
-				}
+			if err := s.exited(); err != nil {
+				return false, err
 			}
 			u, err := s.apply.get(ctx, c.obj, c.ns, "probe")
 			if err != nil {
@@ -145,7 +160,7 @@ func (s *Stack) probe(ctx context.Context) error {
 			return err
 		}
 	}
-	return s.apply.remove(ctx, namespaceGVK, "", probeNamespace)
+	return nil
 }
 
 // Ready reports whether a Flux object's Ready condition is True for its

@@ -1,7 +1,8 @@
 // Package gitopsstack runs the real GitOps controllers next to the local
 // control plane: a loopback git server, redis, Argo CD's repo-server and
-// application controller, Flux's source- and kustomize-controller, with the
-// installs they need, and proves an Application and a Kustomization sync.
+// application controller, Flux's source- and kustomize-controller, the Argo
+// Rollouts controller, with the installs they need, and proves an
+// Application and a Kustomization sync and a Rollout becomes Healthy.
 package gitopsstack
 
 import (
@@ -28,18 +29,23 @@ import (
 const (
 	DefaultArgoNamespace = "argocd"
 	DefaultFluxNamespace = "flux-system"
+	// DefaultRolloutsNamespace is where the Rollouts controller looks for
+	// its settings.
+	DefaultRolloutsNamespace = "argo-rollouts"
 )
 
 // Options configure Start.
 type Options struct {
 	// BinDir holds argocd (with its argocd-application-controller and
 	// argocd-repo-server links), source-controller, kustomize-controller
-	// and crds/ (make gitops-controllers: bin/gitops).
+	// and crds/, argo-rollouts and argo-rollouts-crds/ (make
+	// gitops-controllers: bin/gitops).
 	BinDir string
-	// Argo and Flux choose the controllers to run.
-	Argo, Flux bool
-	// ArgoNamespace and FluxNamespace default to argocd and flux-system.
-	ArgoNamespace, FluxNamespace string
+	// Argo, Flux and Rollouts choose the controllers to run.
+	Argo, Flux, Rollouts bool
+	// ArgoNamespace, FluxNamespace and RolloutsNamespace default to
+	// argocd, flux-system and argo-rollouts.
+	ArgoNamespace, FluxNamespace, RolloutsNamespace string
 	// AppResync is Argo CD's --app-resync (how often it compares every
 	// Application with Git); default 10s, so a commit shows quickly.
 	AppResync time.Duration
@@ -52,8 +58,9 @@ type Stack struct {
 	// Git is the git server every repository of the tests lives on.
 	Git *gitserver.Server
 	// ArgoNamespace and FluxNamespace are where the controllers are
-	// installed (Applications and AppProjects live in ArgoNamespace).
-	ArgoNamespace, FluxNamespace string
+	// installed (Applications and AppProjects live in ArgoNamespace);
+	// RolloutsNamespace is the Rollouts controller's.
+	ArgoNamespace, FluxNamespace, RolloutsNamespace string
 
 	opts    Options
 	cluster *controlplane.Cluster
@@ -65,10 +72,10 @@ type Stack struct {
 }
 
 // Start runs the controllers against c and returns once an Application and
-// a Kustomization (as chosen) synced from the git server. On error
-// everything started so far is stopped.
+// a Kustomization synced from the git server and a Rollout became Healthy
+// (as chosen). On error everything started so far is stopped.
 func Start(ctx context.Context, c *controlplane.Cluster, opts Options) (_ *Stack, err error) {
-	if !opts.Argo && !opts.Flux {
+	if !opts.Any() {
 		return nil, errors.New("no GitOps controller chosen")
 	}
 	if opts.ArgoNamespace == "" {
@@ -76,6 +83,9 @@ func Start(ctx context.Context, c *controlplane.Cluster, opts Options) (_ *Stack
 	}
 	if opts.FluxNamespace == "" {
 		opts.FluxNamespace = DefaultFluxNamespace
+	}
+	if opts.RolloutsNamespace == "" {
+		opts.RolloutsNamespace = DefaultRolloutsNamespace
 	}
 	// Absolute: it goes on $PATH, and the components run in other
 	// directories.
@@ -94,13 +104,16 @@ func Start(ctx context.Context, c *controlplane.Cluster, opts Options) (_ *Stack
 	if opts.Flux {
 		need = append(need, "source-controller", "kustomize-controller", "crds")
 	}
+	if opts.Rollouts {
+		need = append(need, "argo-rollouts", RolloutsCRDs)
+	}
 	for _, f := range need {
 		if _, err := os.Stat(filepath.Join(opts.BinDir, f)); err != nil {
 			return nil, fmt.Errorf("missing %s in %s: run `make gitops-controllers` to build the GitOps controllers", f, opts.BinDir)
 		}
 	}
 	s := &Stack{opts: opts, cluster: c, dir: filepath.Join(c.Dir, "gitops"), logDir: c.LogDir(),
-		ArgoNamespace: opts.ArgoNamespace, FluxNamespace: opts.FluxNamespace}
+		ArgoNamespace: opts.ArgoNamespace, FluxNamespace: opts.FluxNamespace, RolloutsNamespace: opts.RolloutsNamespace}
 	if err := os.RemoveAll(s.dir); err != nil {
 		return nil, err
 	}
@@ -129,6 +142,11 @@ func Start(ctx context.Context, c *controlplane.Cluster, opts Options) (_ *Stack
 			return nil, fmt.Errorf("start flux: %w", err)
 		}
 	}
+	if opts.Rollouts {
+		if err := s.startRollouts(ctx); err != nil {
+			return nil, fmt.Errorf("start argo rollouts: %w", err)
+		}
+	}
 	if err := s.probe(ctx); err != nil {
 		return nil, err
 	}
@@ -141,9 +159,12 @@ func (s *Stack) progress(format string, args ...any) {
 	}
 }
 
-// Runs reports whether the stack runs tool: "argocd" or "flux".
+// Any reports whether the options choose a controller.
+func (o Options) Any() bool { return o.Argo || o.Flux || o.Rollouts }
+
+// Runs reports whether the stack runs tool: "argocd", "flux" or "rollouts".
 func (s *Stack) Runs(tool string) bool {
-	return (tool == "argocd" && s.opts.Argo) || (tool == "flux" && s.opts.Flux)
+	return (tool == "argocd" && s.opts.Argo) || (tool == "flux" && s.opts.Flux) || (tool == "rollouts" && s.opts.Rollouts)
 }
 
 // Apply creates, or replaces, every object of a multi-document YAML
@@ -168,6 +189,16 @@ func (s *Stack) start(name, binary string, env []string, args ...string) (*contr
 	}
 	s.procs = append(s.procs, p)
 	return p, nil
+}
+
+// exited returns an error naming a controller that exited.
+func (s *Stack) exited() error {
+	for _, p := range s.procs {
+		if done, err := p.Exited(); done {
+			return fmt.Errorf("%s exited: %v", p.Name(), err)
+		}
+	}
+	return nil
 }
 
 // LogTails returns the last n bytes of every controller's log.

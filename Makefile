@@ -64,7 +64,7 @@ control-plane: ## build (once, cached under bin/k8s) etcd, kube-apiserver, contr
 	@hack/controlplane/build.sh "$(K8S_BIN)"
 
 .PHONY: gitops-controllers
-gitops-controllers: ## build (once, cached under bin/gitops) Argo CD's application controller and repo-server, Flux's source- and kustomize-controller
+gitops-controllers: ## build (once, cached under bin/gitops) Argo CD's application controller and repo-server, Flux's source- and kustomize-controller, the Argo Rollouts controller
 	@hack/gitops/build.sh "$(GITOPS_BIN)"
 
 ##@ Release
@@ -148,7 +148,7 @@ integration: control-plane build ## integration tests on the local control plane
 	KICK_K8S_BIN=$(K8S_BIN) KICK_BIN=$(BIN) $(GO) test -count=1 -timeout 40m -p 1 $(INTEGRATION_PKGS)
 
 .PHONY: e2e
-e2e: control-plane gitops-controllers build ## end-to-end tests against the real Argo CD and Flux controllers and a loopback git server (needs git, redis-server)
+e2e: control-plane gitops-controllers build ## end-to-end tests against the real Argo CD, Flux and Argo Rollouts controllers and a loopback git server (needs git, redis-server)
 	KICK_K8S_BIN=$(K8S_BIN) KICK_BIN=$(BIN) KICK_GITOPS_BIN=$(GITOPS_BIN) $(GO) test -count=1 -timeout 30m -p 1 -v ./integration/e2e/ 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|integration:)|_test.go'
 
 .PHONY: fuzz-brief

@@ -1,8 +1,9 @@
 // Package e2e runs KICK end to end against the real GitOps controllers:
-// Argo CD's application controller and repo-server and Flux's source- and
-// kustomize-controller, built from their modules (make gitops-controllers),
-// syncing from a git server on 127.0.0.1. Every status KICK gates on here
-// is written by those controllers, never by the test.
+// Argo CD's application controller and repo-server, Flux's source- and
+// kustomize-controller and the Argo Rollouts controller, built from their
+// modules (make gitops-controllers), syncing from a git server on
+// 127.0.0.1. Every status KICK gates on here is written by those
+// controllers, never by the test.
 package e2e
 
 import (
@@ -27,15 +28,18 @@ import (
 	gitopsflux "github.com/kick-operator/kick/gitops/flux"
 	"github.com/kick-operator/kick/integration/cluster"
 	"github.com/kick-operator/kick/integration/fixture"
+	"github.com/kick-operator/kick/restart/rollout"
 )
 
-// TestMain runs the control plane with both GitOps tools, or only those
-// $KICK_E2E_CONTROLLERS names ("argocd", "flux"); the tests of a tool that
-// is not running fail, they are not skipped.
+// TestMain runs the control plane with both GitOps tools and the Argo
+// Rollouts controller, or only those $KICK_E2E_CONTROLLERS names ("argocd",
+// "flux", "rollouts"); the tests of a tool that is not running fail, they
+// are not skipped.
 func TestMain(m *testing.M) {
-	gitops := gitopsstack.Options{Argo: true, Flux: true}
+	gitops := gitopsstack.Options{Argo: true, Flux: true, Rollouts: true}
 	if only := os.Getenv("KICK_E2E_CONTROLLERS"); only != "" {
 		gitops.Argo, gitops.Flux = strings.Contains(only, "argocd"), strings.Contains(only, "flux")
+		gitops.Rollouts = strings.Contains(only, "rollouts")
 	}
 	// The test process logs nothing through controller-runtime; say so
 	// before its client warns (once start-up passes 30 s).
@@ -43,7 +47,7 @@ func TestMain(m *testing.M) {
 	cluster.Main(m, cluster.TestOptions{
 		KickCRDs:    true,
 		GitOps:      gitops,
-		AddToScheme: []func(*runtime.Scheme) error{kickv1alpha1.AddToScheme, gitopsargo.AddToScheme, gitopsflux.AddToScheme},
+		AddToScheme: []func(*runtime.Scheme) error{kickv1alpha1.AddToScheme, gitopsargo.AddToScheme, gitopsflux.AddToScheme, rollout.AddToScheme},
 	})
 }
 

@@ -1,0 +1,248 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/integration/cluster"
+	"github.com/kick-operator/kick/restart/rollout"
+)
+
+// minReady is the Rollouts' minReadySeconds: a replacement pod is Ready at
+// once under kwok, and available only this long after, which leaves a wide
+// window in which a restart is not finished although every pod was
+// replaced.
+const minReady = 5
+
+// canaryRollout is the spec of a canary Rollout of two replicas: a weight
+// step and a timed pause, which a template change would
+// walk through and a restart (spec.restartAt) does not.
+func canaryRollout() map[string]any {
+	return map[string]any{
+		"replicas": 2, "minReadySeconds": minReady,
+		"strategy": map[string]any{"canary": map[string]any{"steps": []any{
+			map[string]any{"setWeight": 50}, map[string]any{"pause": map[string]any{"duration": "2s"}},
+		}}},
+	}
+}
+
+// createRollout creates Rollout NAME labelled app=NAME from spec (plus
+// selector and a template consuming Secret NAME-db) and waits until the
+// Rollouts controller reports it Healthy and KICK has the Secret's
+// baseline.
+func (s *suite) createRollout(name string, spec map[string]any) {
+	s.T.Helper()
+	labels := map[string]any{"app": name}
+	spec["selector"] = map[string]any{"matchLabels": labels}
+	spec["template"] = map[string]any{
+		"metadata": map[string]any{"labels": labels},
+		"spec": map[string]any{"containers": []any{map[string]any{
+			"name": "app", "image": "registry.k8s.io/pause:3.10",
+			"envFrom": []any{map[string]any{"secretRef": map[string]any{"name": name + "-db"}}},
+		}}},
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+		"metadata": map[string]any{"name": name, "namespace": s.NS, "labels": labels},
+		"spec":     spec,
+	}}
+	if err := s.Env.Client.Create(s.Ctx, u); err != nil {
+		s.T.Fatalf("create Rollout %s: %v", name, err)
+	}
+	s.waitRollout(name, "Healthy", func(ro *rollout.Rollout) bool { return ro.Status.Phase == "Healthy" })
+	s.WaitObservation(name + "-db")
+}
+
+func (s *suite) rollout(name string) *rollout.Rollout {
+	s.T.Helper()
+	var ro rollout.Rollout
+	if err := s.Env.Client.Get(s.Ctx, client.ObjectKey{Namespace: s.NS, Name: name}, &ro); err != nil {
+		s.T.Fatal(err)
+	}
+	return &ro
+}
+
+// waitRollout waits until the Rollout satisfies cond.
+func (s *suite) waitRollout(name, what string, cond func(*rollout.Rollout) bool) *rollout.Rollout {
+	s.T.Helper()
+	var ro *rollout.Rollout
+	cluster.Eventually(s.T, 2*time.Minute, "Rollout "+name+" "+what, func() (bool, error) {
+		ro = s.rollout(name)
+		st, _ := json.Marshal(ro.Status)
+		return cond(ro), fmt.Errorf("generation %d, status %s", ro.Generation, st)
+	})
+	return ro
+}
+
+// pod is what the tests read of a Rollout's pod.
+type pod struct {
+	name            string
+	created, readyT time.Time
+	ready, deleting bool
+}
+
+func (p pod) String() string {
+	return fmt.Sprintf("%s (created %s, ready %t at %s, deleting %t)", p.name,
+		p.created.UTC().Format(time.RFC3339), p.ready, p.readyT.UTC().Format(time.RFC3339), p.deleting)
+}
+
+// pods lists the pods labelled app=NAME, by name.
+func (s *suite) pods(name string) []pod {
+	s.T.Helper()
+	var list corev1.PodList
+	if err := s.Env.Client.List(s.Ctx, &list, client.InNamespace(s.NS), client.MatchingLabels{"app": name}); err != nil {
+		s.T.Fatal(err)
+	}
+	out := make([]pod, 0, len(list.Items))
+	for _, p := range list.Items {
+		q := pod{name: p.Name, created: p.CreationTimestamp.Time, deleting: p.DeletionTimestamp != nil}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				q.ready, q.readyT = true, c.LastTransitionTime.Time
+			}
+		}
+		out = append(out, q)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// podNames returns the names of pods.
+func podNames(pods []pod) []string {
+	out := make([]string, len(pods))
+	for i, p := range pods {
+		out[i] = p.name
+	}
+	return out
+}
+
+// rolloutReplicaSets lists the names of the ReplicaSets labelled app=NAME.
+func (s *suite) rolloutReplicaSets(name string) []string {
+	s.T.Helper()
+	var list appsv1.ReplicaSetList
+	if err := s.Env.Client.List(s.Ctx, &list, client.InNamespace(s.NS), client.MatchingLabels{"app": name}); err != nil {
+		s.T.Fatal(err)
+	}
+	var out []string
+	for _, rs := range list.Items {
+		out = append(out, rs.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// rolloutRestartedOnce waits until KICK's request for Rollout NAME
+// succeeded and checks, from the Rollout and its pods, that the Rollouts
+// controller restarted it exactly once for the change at changed and had
+// finished when KICK recorded success:
+//   - spec.restartAt is a whole second not before the change, and
+//     status.restartedAt (the controller's "every pod replaced") equals it;
+//   - no new ReplicaSet: a restart replaces pods, it does not walk the steps;
+//   - every pod before the change is gone, and each of the replicas now
+//     running was created at or after restartAt, and was available (Ready
+//     for minReadySeconds) when KICK recorded success.
+func (s *suite) rolloutRestartedOnce(name string, replicas int, changed time.Time, podsBefore, rssBefore []string) *kickv1alpha1.KickRequest {
+	s.T.Helper()
+	kr := s.WaitPhase("rollout-"+name, kickv1alpha1.PhaseSucceeded, 3*time.Minute)
+	now := s.pods(name) // as soon as KICK said done
+	ro := s.rollout(name)
+	st, _ := json.Marshal(ro.Status)
+	s.T.Logf("Rollout %s when KICK succeeded: restartAt %v, status %s", name, ro.Spec.RestartAt, st)
+	s.T.Logf("pods then: %v; KickRequest completionTime %v, restartCount %d", now, kr.Status.CompletionTime, kr.Status.RestartCount)
+	if kr.Status.RestartCount != 1 {
+		s.T.Fatalf("KICK's restartCount %d, want 1", kr.Status.RestartCount)
+	}
+	if ro.Spec.RestartAt == nil {
+		s.T.Fatal("spec.restartAt is unset")
+	}
+	restartAt := ro.Spec.RestartAt.Time
+	if restartAt.Nanosecond() != 0 || restartAt.Before(changed.Truncate(time.Second)) {
+		s.T.Fatalf("restartAt %s is not a whole second at or after the change (%s)", restartAt.Format(time.RFC3339Nano), changed.Format(time.RFC3339Nano))
+	}
+	if ro.Status.RestartedAt == nil || !ro.Status.RestartedAt.Time.Equal(restartAt) {
+		s.T.Fatalf("status.restartedAt %v: the Rollouts controller had not finished restartAt %s", ro.Status.RestartedAt, restartAt.Format(time.RFC3339))
+	}
+	if rss := s.rolloutReplicaSets(name); !slices.Equal(rss, rssBefore) {
+		s.T.Fatalf("ReplicaSets %v, before the change %v: the restart rolled a new revision", rss, rssBefore)
+	}
+	done := kr.Status.CompletionTime.Time
+	for _, p := range now {
+		if slices.Contains(podsBefore, p.name) || p.created.Before(restartAt) {
+			s.T.Fatalf("pod %s (created %s) from before restartAt %s was still there when KICK recorded success", p.name, p.created.Format(time.RFC3339), restartAt.Format(time.RFC3339))
+		}
+		// Both times are whole seconds: a second of slack.
+		if !p.ready || p.deleting || done.Add(time.Second).Before(p.readyT.Add(minReady*time.Second)) {
+			s.T.Fatalf("pod %s (ready %t since %s) was not available when KICK recorded success at %s", p.name, p.ready, p.readyT.Format(time.RFC3339), done.Format(time.RFC3339))
+		}
+	}
+	if len(now) != replicas {
+		s.T.Fatalf("%d pods when KICK recorded success, want %d: %v", len(now), replicas, podNames(now))
+	}
+	return kr
+}
+
+// TestRolloutCanaryRestart: a Secret change restarts a canary Rollout run by
+// the real Rollouts controller exactly once, through spec.restartAt, and
+// KICK records success only once the controller replaced every pod and the
+// replacements are available; nothing more happens afterwards.
+func TestRolloutCanaryRestart(t *testing.T) {
+	s := setup(t, "rollouts", "--enable-argo-rollouts")
+	s.Policy("all", "{discovery: {workloadSelector: {}}, restart: {minInterval: 0s}}")
+	s.secret("web")
+	s.createRollout("web", canaryRollout())
+	podsBefore, rssBefore := podNames(s.pods("web")), s.rolloutReplicaSets("web")
+	if len(podsBefore) != 2 || len(rssBefore) != 1 {
+		t.Fatalf("pods %v, ReplicaSets %v: want 2 and 1", podsBefore, rssBefore)
+	}
+
+	changed := time.Now()
+	s.SetSecret("web-db", map[string]string{"password": "bravo"})
+	kr := s.rolloutRestartedOnce("web", 2, changed, podsBefore, rssBefore)
+
+	// Nothing more happens for that change: the same restartAt, the same
+	// pods, after the manager handled a later change elsewhere.
+	restartAt, pods := s.rollout("web").Spec.RestartAt.Time, podNames(s.pods("web"))
+	s.Barrier()
+	if ro := s.rollout("web"); !ro.Spec.RestartAt.Time.Equal(restartAt) {
+		t.Fatalf("restartAt moved from %s to %s after the request succeeded", restartAt, ro.Spec.RestartAt)
+	}
+	if got := podNames(s.pods("web")); !slices.Equal(got, pods) {
+		t.Fatalf("pods changed after the request succeeded: %v, then %v", pods, got)
+	}
+	if kr, _ = s.Request("rollout-web"); kr.Status.RestartCount != 1 {
+		t.Fatalf("restartCount %d after the barrier, want 1", kr.Status.RestartCount)
+	}
+}
+
+// TestRolloutBlueGreenRestart: the same for a blue-green Rollout, whose
+// active Service the Rollouts controller points at its revision.
+func TestRolloutBlueGreenRestart(t *testing.T) {
+	s := setup(t, "rollouts", "--enable-argo-rollouts")
+	s.Policy("all", "{discovery: {workloadSelector: {}}, restart: {minInterval: 0s}}")
+	s.secret("web")
+	s.Create(&corev1.Service{
+		ObjectMeta: objectMeta("web-active"),
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{"app": "web"},
+			Ports:    []corev1.ServicePort{{Port: 80}},
+		},
+	})
+	s.createRollout("web", map[string]any{
+		"replicas": 2, "minReadySeconds": minReady,
+		"strategy": map[string]any{"blueGreen": map[string]any{"activeService": "web-active", "autoPromotionEnabled": true}},
+	})
+	podsBefore, rssBefore := podNames(s.pods("web")), s.rolloutReplicaSets("web")
+	changed := time.Now()
+	s.SetSecret("web-db", map[string]string{"password": "bravo"})
+	s.rolloutRestartedOnce("web", 2, changed, podsBefore, rssBefore)
+}

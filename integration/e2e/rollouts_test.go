@@ -10,11 +10,15 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/integration/cluster"
+	"github.com/kick-operator/kick/restart/freshness"
 	"github.com/kick-operator/kick/restart/rollout"
 )
 
@@ -258,4 +262,71 @@ func TestRolloutBlueGreenRestart(t *testing.T) {
 	changed := time.Now()
 	s.SetSecret("web-db", map[string]string{"password": "bravo"})
 	s.rolloutRestartedOnce("web", 2, changed, podsBefore, rssBefore)
+}
+
+// TestRolloutPausedAtCanaryStep: a Secret change while a new revision of a
+// canary Rollout waits at an indefinite pause step. KICK does not write
+// spec.restartAt then (the controller would evict the pods of both
+// revisions mid-rollout): the request waits in WaitingForRollout with
+// RolloutComplete=False (Paused). Once someone promotes the Rollout and the
+// controller finishes it, KICK restarts it once, and succeeds once the
+// controller finished that restart.
+func TestRolloutPausedAtCanaryStep(t *testing.T) {
+	s := setup(t, "rollouts", "--enable-argo-rollouts")
+	s.Policy("all", "{discovery: {workloadSelector: {}}, restart: {minInterval: 0s}}")
+	s.secret("web")
+	s.createRollout("web", map[string]any{
+		"replicas": 2,
+		"strategy": map[string]any{"canary": map[string]any{"steps": []any{
+			map[string]any{"setWeight": 50}, map[string]any{"pause": map[string]any{}},
+		}}},
+	})
+	if err := s.Env.Client.Patch(s.Ctx, s.rollout("web"), client.RawPatch(types.MergePatchType,
+		[]byte(`{"spec":{"template":{"metadata":{"annotations":{"release":"2"}}}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	s.waitRollout("web", "paused at its pause step", func(ro *rollout.Rollout) bool { return len(ro.Status.PauseConditions) > 0 })
+
+	changed := time.Now()
+	s.SetSecret("web-db", map[string]string{"password": "bravo"})
+	var kr *kickv1alpha1.KickRequest
+	cluster.Eventually(t, time.Minute, "the request to wait for the paused rollout", func() (bool, error) {
+		var err error
+		if kr, err = s.Request("rollout-web"); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(kr.Status.Conditions, kickv1alpha1.ConditionRolloutComplete)
+		return kr.Status.Phase == kickv1alpha1.PhaseWaitingForRollout && c != nil && c.Status == metav1.ConditionFalse && c.Reason == freshness.Paused,
+			fmt.Errorf("phase %s, conditions %+v", kr.Status.Phase, kr.Status.Conditions)
+	})
+	// It keeps waiting: after the manager handled a later change elsewhere,
+	// still no restart.
+	s.Barrier()
+	if ro := s.rollout("web"); ro.Spec.RestartAt != nil {
+		t.Fatalf("spec.restartAt %s written while the Rollout is paused at a step", ro.Spec.RestartAt)
+	}
+	if kr, _ = s.Request("rollout-web"); kr.Status.Phase != kickv1alpha1.PhaseWaitingForRollout || kr.Status.RestartCount != 0 {
+		t.Fatalf("phase %s, restartCount %d while paused, want WaitingForRollout and 0", kr.Status.Phase, kr.Status.RestartCount)
+	}
+
+	// Promote, as kubectl argo rollouts promote does.
+	if err := s.Env.Client.Status().Patch(s.Ctx, s.rollout("web"), client.RawPatch(types.MergePatchType, []byte(`{"status":{"pauseConditions":null}}`))); err != nil {
+		t.Fatal(err)
+	}
+	kr = s.WaitPhase("rollout-web", kickv1alpha1.PhaseSucceeded, 3*time.Minute)
+	ro := s.rollout("web")
+	st, _ := json.Marshal(ro.Status)
+	pods := s.pods("web")
+	t.Logf("succeeded at %v: restartCount %d; restartAt %v; status %s; pods %v", kr.Status.CompletionTime, kr.Status.RestartCount, ro.Spec.RestartAt, st, pods)
+	if kr.Status.RestartCount != 1 || ro.Spec.RestartAt == nil || ro.Spec.RestartAt.Time.Before(changed.Truncate(time.Second)) {
+		t.Fatalf("restartCount %d, restartAt %v: want one restart after the change (%s)", kr.Status.RestartCount, ro.Spec.RestartAt, changed.Format(time.RFC3339))
+	}
+	if ro.Status.RestartedAt == nil || !ro.Status.RestartedAt.Equal(ro.Spec.RestartAt) || ro.Status.Phase != "Healthy" || ro.Status.CurrentPodHash != ro.Status.StableRS {
+		t.Fatalf("KICK succeeded before the controller finished the promotion and the restart: status %s", st)
+	}
+	for _, p := range pods {
+		if p.created.Before(ro.Spec.RestartAt.Time) || !p.ready || p.deleting {
+			t.Fatalf("pod %v is older than restartAt %s or not ready when KICK succeeded", p, ro.Spec.RestartAt)
+		}
+	}
 }

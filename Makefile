@@ -220,8 +220,8 @@ devcluster: control-plane build ## run the local control plane in the foreground
 	$(BIN)/kick-devcluster up --dir $(ROOT)/.demo/cluster --bin-dir $(K8S_BIN) --crds upstream
 
 .PHONY: devcluster-gitops
-devcluster-gitops: control-plane gitops-controllers build ## the local control plane with the real Argo CD and Flux controllers and a git server
-	$(BIN)/kick-devcluster up --dir $(ROOT)/.demo/cluster --bin-dir $(K8S_BIN) --gitops argocd,flux --gitops-bin-dir $(GITOPS_BIN)
+devcluster-gitops: control-plane gitops-controllers build ## the local control plane with the real Argo CD, Flux and Argo Rollouts controllers and a git server
+	$(BIN)/kick-devcluster up --dir $(ROOT)/.demo/cluster --bin-dir $(K8S_BIN) --gitops argocd,flux,rollouts --gitops-bin-dir $(GITOPS_BIN)
 
 .PHONY: demo
 demo: control-plane build-lean ## start the local control plane, install KICK, show a restart (and a hold)

@@ -130,8 +130,15 @@ func run(args []string) int {
 		return 1
 	}
 	if stack != nil {
-		fmt.Printf("gitops: git server %s (repositories in %s), Argo CD in namespace %s, Flux in namespace %s, Argo Rollouts in namespace %s\n",
-			stack.Git.URL, stack.Git.Root, stack.ArgoNamespace, stack.FluxNamespace, stack.RolloutsNamespace)
+		line := fmt.Sprintf("gitops: git server %s (repositories in %s)", stack.Git.URL, stack.Git.Root)
+		for _, t := range []struct{ tool, name, ns string }{
+			{"argocd", "Argo CD", stack.ArgoNamespace}, {"flux", "Flux", stack.FluxNamespace}, {"rollouts", "Argo Rollouts", stack.RolloutsNamespace},
+		} {
+			if stack.Runs(t.tool) {
+				line += fmt.Sprintf(", %s in namespace %s", t.name, t.ns)
+			}
+		}
+		fmt.Println(line)
 	}
 	fmt.Printf("ready in %s: export KUBECONFIG=%s  (logs in %s)\n", time.Since(started).Round(time.Millisecond), c.Kubeconfig, c.LogDir())
 	<-ctx.Done()

@@ -211,7 +211,7 @@ func TestRolloutCanaryRestart(t *testing.T) {
 
 	changed := time.Now()
 	s.SetSecret("web-db", map[string]string{"password": "bravo"})
-	kr := s.rolloutRestartedOnce("web", 2, changed, podsBefore, rssBefore)
+	s.rolloutRestartedOnce("web", 2, changed, podsBefore, rssBefore)
 
 	// Nothing more happens for that change: the same restartAt, the same
 	// pods, after the manager handled a later change elsewhere.
@@ -223,7 +223,7 @@ func TestRolloutCanaryRestart(t *testing.T) {
 	if got := podNames(s.pods("web")); !slices.Equal(got, pods) {
 		t.Fatalf("pods changed after the request succeeded: %v, then %v", pods, got)
 	}
-	if kr, _ = s.Request("rollout-web"); kr.Status.RestartCount != 1 {
+	if kr, _ := s.Request("rollout-web"); kr.Status.RestartCount != 1 {
 		t.Fatalf("restartCount %d after the barrier, want 1", kr.Status.RestartCount)
 	}
 }

@@ -77,7 +77,7 @@ func (s *Stack) probe(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return s.apply.remove(ctx, namespaceGVK, "", probeNamespace)
 }
 
 // probeGit commits a ConfigMap for each GitOps tool, has an Application

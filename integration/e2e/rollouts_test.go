@@ -330,3 +330,64 @@ func TestRolloutPausedAtCanaryStep(t *testing.T) {
 		}
 	}
 }
+
+// TestRolloutChangeDuringRestart: a second Secret change while the
+// controller is still replacing pods for the first is carried, not lost
+// and not doubled: KICK lets the first restart finish (status.restartedAt
+// reaches the first restartAt), then writes one more restartAt, not before
+// the second change, and succeeds after the controller finished that one.
+// It is judged from the Rollout: the restartAt values written, polled.
+func TestRolloutChangeDuringRestart(t *testing.T) {
+	s := setup(t, "rollouts", "--enable-argo-rollouts")
+	s.Policy("all", "{discovery: {workloadSelector: {}}, restart: {minInterval: 0s}}")
+	s.secret("web")
+	s.createRollout("web", canaryRollout())
+
+	s.SetSecret("web-db", map[string]string{"password": "bravo"})
+	first := s.waitRollout("web", "to get spec.restartAt", func(ro *rollout.Rollout) bool { return ro.Spec.RestartAt != nil }).Spec.RestartAt.Time
+	// The second change comes after the first restartAt (a change in the
+	// same second is answered by it), while pods are being replaced:
+	// minReadySeconds holds the second eviction back 5 s.
+	cluster.Eventually(t, 5*time.Second, "the clock to pass the first restartAt", func() (bool, error) {
+		return time.Now().After(first.Add(time.Second)), nil
+	})
+	if ro := s.rollout("web"); ro.Status.RestartedAt != nil && ro.Status.RestartedAt.Equal(ro.Spec.RestartAt) {
+		t.Fatalf("the first restart finished before the second change; the test needs it in flight (status %+v)", ro.Status)
+	}
+	second := time.Now()
+	s.SetSecret("web-db", map[string]string{"password": "charlie"})
+
+	var kr *kickv1alpha1.KickRequest
+	written := []time.Time{first}
+	cluster.Eventually(t, 3*time.Minute, "the request to succeed with the second change restarted", func() (bool, error) {
+		var err error
+		if kr, err = s.Request("rollout-web"); err != nil {
+			return false, err
+		}
+		ro := s.rollout("web")
+		if at := ro.Spec.RestartAt.Time; !at.Equal(written[len(written)-1]) {
+			written = append(written, at)
+			if done := ro.Status.RestartedAt; done == nil || !done.Time.Equal(written[len(written)-2]) {
+				t.Fatalf("restartAt moved to %s while the controller had not finished %s (status.restartedAt %v): an in-flight restart was cut short",
+					at.Format(time.RFC3339), written[len(written)-2].Format(time.RFC3339), done)
+			}
+		}
+		return kr.Status.Phase == kickv1alpha1.PhaseSucceeded && len(written) > 1,
+			fmt.Errorf("phase %s, restartAt written %v", kr.Status.Phase, written)
+	})
+	ro := s.rollout("web")
+	st, _ := json.Marshal(ro.Status)
+	t.Logf("second change %s; restartAt written %v; at success: status %s, pods %v", second.Format(time.RFC3339Nano), written, st, s.pods("web"))
+	if len(written) != 2 || written[1].Before(second.Truncate(time.Second)) {
+		t.Fatalf("restartAt written %v for changes at %s and %s: want one restart per change, the second not before the second change",
+			written, first.Format(time.RFC3339), second.Format(time.RFC3339))
+	}
+	if ro.Status.RestartedAt == nil || !ro.Status.RestartedAt.Equal(ro.Spec.RestartAt) {
+		t.Fatalf("KICK succeeded before the controller finished restartAt %s (status.restartedAt %v)", ro.Spec.RestartAt, ro.Status.RestartedAt)
+	}
+	for _, p := range s.pods("web") {
+		if p.created.Before(ro.Spec.RestartAt.Time) || !p.ready || p.deleting {
+			t.Fatalf("pod %v is older than restartAt %s or not ready when KICK succeeded", p, ro.Spec.RestartAt)
+		}
+	}
+}

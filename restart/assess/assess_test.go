@@ -197,6 +197,12 @@ func TestAssessDecisionTable(t *testing.T) {
 			f.Rollout.Since = t0
 			f.Holds = []Hold{{Name: "h", Target: kickv1alpha1.HoldTarget{Kind: kickv1alpha1.HoldSecret, Name: "db"}, Reason: "x"}}
 		}, verdict: Stale, stage: StageHold, reason: kickv1alpha1.GateHeld, until: t0.Add(10*time.Minute - time.Second + RecordLag)},
+		{name: "a hold of a source the workload does not consume does not wait for records", mutate: func(f *Facts) {
+			f.Dependencies[0].Record = relevant(t0.Add(-time.Minute))
+			f.Handed = freshness.At(t0.Add(10*time.Minute - time.Second))
+			f.Rollout.Since = t0
+			f.Holds = []Hold{{Name: "h", Target: kickv1alpha1.HoldTarget{Kind: kickv1alpha1.HoldSecret, Name: "other"}, Reason: "x"}}
+		}, verdict: Stale, allowed: true},
 		{name: "a held source: a person's request passes once no record shows its change", mutate: func(f *Facts) {
 			f.Dependencies[0].Record = relevant(t0.Add(-time.Minute))
 			f.Handed = freshness.At(t0.Add(10*time.Minute - RecordLag))

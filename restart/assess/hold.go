@@ -61,7 +61,7 @@ func (h Hold) ReleaseCommand(namespace string) string {
 // source (an in-scope dependency whose recorded change the running pods do
 // not carry), like a halt does.
 func holdStage(f Facts, latest freshness.Change, deps []DependencyResult) StageResult {
-	sourceHeld := false
+	var sourceHold *Hold
 	for _, h := range f.Holds {
 		if !h.activeAt(f.Now) {
 			continue
@@ -73,23 +73,27 @@ func holdStage(f Facts, latest freshness.Change, deps []DependencyResult) StageR
 		case string(t.Kind) == string(f.Target.Kind) && t.Name == f.Target.Name:
 			return held(f, h, "every restart of "+f.Target.String())
 		case t.Kind.IsSource():
-			sourceHeld = true
 			for _, d := range deps {
-				if d.Kind == string(t.Kind) && d.Name == t.Name && d.Scope == ScopeIn &&
-					!d.Change.IsZero() && freshness.Newer(d.Change, f.Rollout.Since) {
+				if d.Kind != string(t.Kind) || d.Name != t.Name || d.Scope != ScopeIn {
+					continue
+				}
+				if !d.Change.IsZero() && freshness.Newer(d.Change, f.Rollout.Since) {
 					return held(f, h, "restarts that bring in a change of "+t.String())
+				}
+				if sourceHold == nil {
+					sourceHold = &h
 				}
 			}
 		}
 	}
-	if sourceHeld {
+	if sourceHold != nil {
 		// A change known only from an event or a request annotation does
 		// not name its source yet: wait for its record before letting it
-		// pass a hold of a source.
+		// pass a hold of a source the workload consumes.
 		if lag := unrecorded(f, latest, pendingSources(f, deps)); !lag.IsZero() {
 			return StageResult{Stage: StageHold, Reason: kickv1alpha1.GateHeld, Next: lag,
-				Message: fmt.Sprintf("a source is held: waiting until %s for the record of the change at %s, to see whether a hold concerns it",
-					formatTime(lag), formatTime(latest.Latest))}
+				Message: fmt.Sprintf("KickHold %s holds %s, which this workload consumes: waiting until %s for the record of the change at %s, to see whether it is a change of %s",
+					sourceHold.Name, sourceHold.Target, formatTime(lag), formatTime(latest.Latest), sourceHold.Target)}
 		}
 	}
 	return open(StageHold, "no KickHold freezes this restart")

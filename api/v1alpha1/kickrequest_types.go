@@ -243,6 +243,15 @@ type KickRequestStatus struct {
 	// +optional
 	RestartCount int32 `json:"restartCount,omitempty"`
 
+	// History keeps the request's earlier finished cycles, newest first and
+	// at most 10, so a request reopened for a new change still shows what
+	// it did before. It is written with the status write that reopens the
+	// request, never on its own.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	History []RequestCycle `json:"history,omitempty"`
+
 	// Reason says in one word why the request is in its phase (the REASON
 	// column of kubectl get): the gate reason that holds it back while it
 	// waits, why its rollout is not complete while it executes, and its

@@ -16,6 +16,8 @@ limitations under the License.
 
 package v1alpha1
 
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 // KickRequestPhase is where a KickRequest stands in its lifecycle.
 // +kubebuilder:validation:Enum=Pending;WaitingForGate;WaitingForOwner;WaitingForApplicationSync;WaitingForRollout;Executing;Succeeded;NoLongerRequired;Failed;DryRun
 type KickRequestPhase string
@@ -80,4 +82,39 @@ func (p KickRequestPhase) IsWaiting() bool {
 		return true
 	}
 	return false
+}
+
+// RequestCycle is one finished cycle of a KickRequest.
+type RequestCycle struct {
+	// RestartedAt is when KICK restarted the workload in that cycle; unset
+	// when the cycle ended without a restart.
+	// +optional
+	RestartedAt *metav1.MicroTime `json:"restartedAt,omitempty"`
+	// CompletedAt is when the cycle finished.
+	CompletedAt metav1.Time `json:"completedAt"`
+	// Phase is the terminal phase the cycle reached.
+	Phase KickRequestPhase `json:"phase"`
+	// Reason is the cycle's outcome (the Completed condition's reason).
+	// +optional
+	Reason string `json:"reason,omitempty"`
+}
+
+// MaxRequestHistory is how many earlier cycles a request keeps.
+const MaxRequestHistory = 10
+
+// ArchiveCycle moves the finished cycle the status shows into History
+// (newest first, at most MaxRequestHistory), before a reopen clears it. A
+// status that has not finished a cycle is left alone.
+func (s *KickRequestStatus) ArchiveCycle() {
+	if !s.Phase.IsTerminal() || s.CompletionTime == nil {
+		return
+	}
+	c := RequestCycle{CompletedAt: *s.CompletionTime, Phase: s.Phase, Reason: s.PhaseReason()}
+	if s.CurrentRollout != nil && s.LastRestartTime != nil {
+		// A reopen clears the rollout marker: a cycle that ends with one
+		// started a rollout itself.
+		at := *s.LastRestartTime
+		c.RestartedAt = &at
+	}
+	s.History = append([]RequestCycle{c}, s.History[:min(len(s.History), MaxRequestHistory-1)]...)
 }

@@ -18,6 +18,7 @@ package v1alpha1
 
 import (
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -99,5 +100,37 @@ func TestPhaseReason(t *testing.T) {
 		if got := tc.status.PhaseReason(); got != tc.want {
 			t.Errorf("phase %s: reason %q, want %q", tc.status.Phase, got, tc.want)
 		}
+	}
+}
+
+// A reopen keeps the finished cycle: with its restart when the cycle made
+// one (its rollout marker is still set), without it otherwise; newest
+// first, at most MaxRequestHistory; an open request keeps nothing.
+func TestArchiveCycle(t *testing.T) {
+	restart := metav1.NewMicroTime(time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC))
+	done := metav1.NewTime(restart.Add(4 * time.Second))
+	s := KickRequestStatus{Phase: PhaseSucceeded, LastRestartTime: &restart, CompletionTime: &done,
+		CurrentRollout: &RolloutMarker{}, Reason: "RestartCompleted"}
+	s.ArchiveCycle()
+	if len(s.History) != 1 || s.History[0].RestartedAt == nil || !s.History[0].RestartedAt.Equal(&restart) ||
+		s.History[0].Phase != PhaseSucceeded || !s.History[0].CompletedAt.Equal(&done) {
+		t.Fatalf("history after a restarted cycle = %+v", s.History)
+	}
+	later := metav1.NewTime(done.Add(time.Minute))
+	s.Phase, s.CurrentRollout, s.CompletionTime = PhaseNoLongerRequired, nil, &later
+	s.ArchiveCycle()
+	if len(s.History) != 2 || s.History[0].RestartedAt != nil || s.History[0].Phase != PhaseNoLongerRequired {
+		t.Fatalf("a cycle without a restart = %+v, want it first and without restartedAt", s.History)
+	}
+	for range 2 * MaxRequestHistory {
+		s.ArchiveCycle()
+	}
+	if len(s.History) != MaxRequestHistory {
+		t.Fatalf("%d cycles kept, want %d", len(s.History), MaxRequestHistory)
+	}
+	open := KickRequestStatus{Phase: PhaseExecuting, CompletionTime: &done}
+	open.ArchiveCycle()
+	if len(open.History) != 0 {
+		t.Fatalf("an open request archived %+v", open.History)
 	}
 }

@@ -19,10 +19,12 @@ import (
 // A request's life around the restart: reopening, coalescing duplicates and
 // deleting it after retention.
 
-// reopen starts a new cycle for a finished request (model §10): back to
+// reopen starts a new cycle for a finished request (model §10): the
+// finished cycle goes into the history, and the request goes back to
 // Pending with no rollout marker, so the next restart is a fresh one.
 func (s *step) reopen() {
 	st := &s.kr.Status
+	st.ArchiveCycle()
 	st.Phase = kickv1alpha1.PhasePending
 	st.CurrentRollout = nil
 	st.CompletionTime = nil

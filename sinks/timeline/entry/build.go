@@ -148,6 +148,14 @@ func FromRequest(kr *kickv1alpha1.KickRequest) []Entry {
 		}
 		out = append(out, NewPhase(w, p))
 	}
+	// The earlier cycles a reopen kept: their restarts and outcomes, which
+	// no Event may record (a quick restart writes none).
+	for _, c := range st.History {
+		if c.RestartedAt != nil {
+			out = append(out, NewRestart(w, kr.Name, c.RestartedAt.Time, 0))
+		}
+		out = append(out, NewPhase(w, Phase{Request: kr.Name, To: string(c.Phase), At: c.CompletedAt.Time, Outcome: c.Reason}))
+	}
 	return out
 }
 

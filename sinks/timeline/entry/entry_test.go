@@ -125,3 +125,31 @@ func TestCompletionInTheRestartsSecond(t *testing.T) {
 		t.Fatalf("entries = %+v", es)
 	}
 }
+
+// A reopened request still tells its earlier cycles from its history: the
+// restart and the completion of each, with no Event needed.
+func TestRequestHistoryTellsEarlierCycles(t *testing.T) {
+	first := t0.Add(time.Minute)
+	kr := &kickv1alpha1.KickRequest{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "deployment-web", CreationTimestamp: metav1.NewTime(t0.Truncate(time.Second))},
+		Spec:       kickv1alpha1.KickRequestSpec{TargetRef: kickv1alpha1.TargetRef{Kind: "Deployment", Name: "web"}},
+		Status: kickv1alpha1.KickRequestStatus{
+			Phase: kickv1alpha1.PhasePending,
+			History: []kickv1alpha1.RequestCycle{
+				{RestartedAt: micro(first), CompletedAt: *sec(first.Add(2 * time.Second)), Phase: kickv1alpha1.PhaseSucceeded, Reason: "RestartCompleted"},
+				{CompletedAt: *sec(t0.Add(30 * time.Second)), Phase: kickv1alpha1.PhaseNoLongerRequired, Reason: "UpToDate"},
+			},
+		},
+	}
+	es := Dedupe(FromRequest(kr))
+	var types []string
+	for _, e := range es {
+		types = append(types, string(e.Type))
+	}
+	if got, want := strings.Join(types, ","), "request,finished,restart,completion"; got != want {
+		t.Fatalf("types = %s, want %s", got, want)
+	}
+	if es[3].Reason != "RestartCompleted" || !es[2].Time.Equal(first) {
+		t.Fatalf("the earlier restart and completion are %+v and %+v", es[2], es[3])
+	}
+}

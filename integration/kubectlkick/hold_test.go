@@ -214,4 +214,14 @@ func TestHoldAndRelease(t *testing.T) {
 	if n := len(other.ReplicaSets("web")); n != 2 {
 		t.Errorf("the other namespace's web has %d ReplicaSets, want 2", n)
 	}
+	// api's request was reopened twice: its status keeps both earlier
+	// cycles, each with its restart, newest first.
+	kr, err := f.Request("deployment-api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := kr.Status.History; len(h) != 2 || h[0].RestartedAt == nil || h[1].RestartedAt == nil ||
+		h[0].Phase != kickv1alpha1.PhaseSucceeded || !h[1].CompletedAt.Before(&h[0].CompletedAt) && !h[1].CompletedAt.Equal(&h[0].CompletedAt) {
+		t.Errorf("deployment-api's history = %+v, want its two earlier restarted cycles, newest first", h)
+	}
 }

@@ -210,7 +210,7 @@ func (s *session) gather(ctx context.Context, kind kickv1alpha1.TargetKind, name
 func (s *session) holds(ctx context.Context) ([]assess.Hold, error) {
 	var list kickv1alpha1.KickHoldList
 	if err := s.client.List(ctx, &list, client.InNamespace(s.namespace)); err != nil {
-		return nil, readError("list", "kickholds.kick.corewire.io", s.namespace, err)
+		return nil, readError("list", holdsResource, s.namespace, err)
 	}
 	return assess.HoldsOf(list.Items), nil
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -210,23 +209,20 @@ func lastRollout(requests []kickv1alpha1.KickRequest) time.Duration {
 // holdsOf words the KickHolds that hold the restarts a change of the
 // source would make: holds of the source and of the namespace.
 func (s *session) holdsOf(ctx context.Context, kind, name string, now time.Time) ([]string, string) {
-	var list kickv1alpha1.KickHoldList
-	if err := s.client.List(ctx, &list, client.InNamespace(s.namespace)); err != nil {
-		if apierrors.IsForbidden(err) || isMissingResource(err) {
-			return nil, readError("list", holdsResource, s.namespace, err).Error()
-		}
+	holds, err := s.holds(ctx)
+	if err != nil {
 		return nil, err.Error()
 	}
 	var out []string
-	for i := range list.Items {
-		h := &list.Items[i]
-		t := h.Spec.Target
-		if !h.Active(now) || t.Kind != kickv1alpha1.HoldNamespace && (string(t.Kind) != kind || t.Name != name) {
+	for _, h := range holds {
+		t := h.Target
+		active := h.ExpiresAt.IsZero() || now.Before(h.ExpiresAt)
+		if !active || t.Kind != kickv1alpha1.HoldNamespace && (string(t.Kind) != kind || t.Name != name) {
 			continue
 		}
-		line := fmt.Sprintf("KickHold %s (%s): %q holds them until it is released", h.Name, t, h.Spec.Reason)
-		if h.Spec.ExpiresAt != nil {
-			line += " or expires at " + h.Spec.ExpiresAt.UTC().Format(time.RFC3339)
+		line := fmt.Sprintf("KickHold %s (%s): %q holds them until it is released", h.Name, t, h.Reason)
+		if !h.ExpiresAt.IsZero() {
+			line += " or expires at " + h.ExpiresAt.UTC().Format(time.RFC3339)
 		}
 		out = append(out, line)
 	}

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -130,21 +129,6 @@ func podNames(pods []pod) []string {
 	return out
 }
 
-// rolloutReplicaSets lists the names of the ReplicaSets labelled app=NAME.
-func (s *suite) rolloutReplicaSets(name string) []string {
-	s.T.Helper()
-	var list appsv1.ReplicaSetList
-	if err := s.Env.Client.List(s.Ctx, &list, client.InNamespace(s.NS), client.MatchingLabels{"app": name}); err != nil {
-		s.T.Fatal(err)
-	}
-	var out []string
-	for _, rs := range list.Items {
-		out = append(out, rs.Name)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // rolloutRestartedOnce waits until KICK's request for Rollout NAME
 // succeeded and checks, from the Rollout and its pods, that the Rollouts
 // controller restarted it exactly once for the change at changed and had
@@ -176,7 +160,7 @@ func (s *suite) rolloutRestartedOnce(name string, replicas int, changed time.Tim
 	if ro.Status.RestartedAt == nil || !ro.Status.RestartedAt.Time.Equal(restartAt) {
 		s.T.Fatalf("status.restartedAt %v: the Rollouts controller had not finished restartAt %s", ro.Status.RestartedAt, restartAt.Format(time.RFC3339))
 	}
-	if rss := s.rolloutReplicaSets(name); !slices.Equal(rss, rssBefore) {
+	if rss := s.ReplicaSets(name); !slices.Equal(rss, rssBefore) {
 		s.T.Fatalf("ReplicaSets %v, before the change %v: the restart rolled a new revision", rss, rssBefore)
 	}
 	done := kr.Status.CompletionTime.Time
@@ -204,7 +188,7 @@ func TestRolloutCanaryRestart(t *testing.T) {
 	s.Policy("all", "{discovery: {workloadSelector: {}}, restart: {minInterval: 0s}}")
 	s.secret("web")
 	s.createRollout("web", canaryRollout())
-	podsBefore, rssBefore := podNames(s.pods("web")), s.rolloutReplicaSets("web")
+	podsBefore, rssBefore := podNames(s.pods("web")), s.ReplicaSets("web")
 	if len(podsBefore) != 2 || len(rssBefore) != 1 {
 		t.Fatalf("pods %v, ReplicaSets %v: want 2 and 1", podsBefore, rssBefore)
 	}

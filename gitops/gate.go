@@ -26,6 +26,10 @@ type Decision struct {
 	Provider kickv1alpha1.GitOpsProvider
 	// Owner is the resolved owner, when there is exactly one.
 	Owner *kickv1alpha1.GitOpsOwner
+	// Cause is the object whose state holds the restart back, when the
+	// deciding gate names one other than the owner (a KickHold, the
+	// workload whose failed rollout halted the fan-out).
+	Cause *kickv1alpha1.GateCause
 }
 
 // Allowed reports whether the restart may run.

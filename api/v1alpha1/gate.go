@@ -16,6 +16,8 @@ limitations under the License.
 
 package v1alpha1
 
+import "unicode/utf8"
+
 // GateReason explains the last gate decision of a KickRequest
 // (status.gate.reason). Every value except Allowed holds the restart back.
 type GateReason string
@@ -109,4 +111,24 @@ func (r GateReason) WaitingPhase() KickRequestPhase {
 	default:
 		return PhaseWaitingForGate
 	}
+}
+
+// MaxGateMessage is the most bytes of a gate message a KickRequest keeps
+// (in status.gate, its GateAllowed condition and its Events). Messages can
+// quote a GitOps controller's own condition message, which is as long as
+// that controller makes it (a Helm error can run to kilobytes), and an
+// Event's note must stay under 1 KiB.
+const MaxGateMessage = 1000
+
+// ClipGateMessage cuts message to MaxGateMessage bytes on a rune
+// boundary, marking the cut with "…".
+func ClipGateMessage(message string) string {
+	if len(message) <= MaxGateMessage {
+		return message
+	}
+	cut := MaxGateMessage - len("…")
+	for cut > 0 && !utf8.RuneStart(message[cut]) {
+		cut--
+	}
+	return message[:cut] + "…"
 }

@@ -105,8 +105,8 @@ type GateStatus struct {
 	// +optional
 	Reason GateReason `json:"reason,omitempty"`
 	// Stage is the gate that holds the restart back, in the order they are
-	// evaluated: Suspend, Settle, Schedule, MinInterval, Halt, Wave, GitOps
-	// or Budget; empty when every gate is open.
+	// evaluated: Suspend, Hold, Settle, Schedule, MinInterval, Halt, Wave,
+	// GitOps or Budget; empty when every gate is open.
 	// +optional
 	Stage string `json:"stage,omitempty"`
 	// Message explains the decision for humans.
@@ -119,6 +119,33 @@ type GateStatus struct {
 	// LastEvaluated is when the gate was last evaluated.
 	// +optional
 	LastEvaluated *metav1.Time `json:"lastEvaluated,omitempty"`
+	// Cause is the object whose state holds the restart back, when the
+	// stage names one: the KickHold of the Hold stage, the workload whose
+	// failed rollout halted the fan-out (Halt stage).
+	// +optional
+	Cause *GateCause `json:"cause,omitempty"`
+}
+
+// GateCause names the object a gate decision comes from.
+type GateCause struct {
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	APIVersion string `json:"apiVersion,omitempty"`
+	// +kubebuilder:validation:MaxLength=64
+	Kind string `json:"kind"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// String is "Kind namespace/name".
+func (c GateCause) String() string {
+	if c.Namespace == "" {
+		return c.Kind + " " + c.Name
+	}
+	return c.Kind + " " + c.Namespace + "/" + c.Name
 }
 
 // RolloutMarker describes the rollout this request started: the one it is

@@ -17,6 +17,11 @@ limitations under the License.
 package v1alpha1
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"slices"
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -154,11 +159,54 @@ type KeyHistory struct {
 	// +optional
 	Removed *NanoTime `json:"removed,omitempty"`
 
-	// Entries are the keys, in the order of their ids; empty when Count
-	// exceeds MaxKeyEntries (256).
+	// Order is how Entries are ordered. NameSHA256: by the SHA-256 of the
+	// key names (see SortKeyNames), so that whoever can read the source can
+	// line its keys up with the entries (kubectl kick explain does, with
+	// the caller's own rights) while a rank says nothing useful about a
+	// name to anyone else. Empty in records written by the first manager
+	// that kept per-key history (entries in the order of their ids); the
+	// observer reorders them at its next look, without announcing a change.
+	// +optional
+	Order KeyOrder `json:"order,omitempty"`
+
+	// Entries are the keys, in Order; empty when Count exceeds
+	// MaxKeyEntries (256).
 	// +optional
 	// +kubebuilder:validation:MaxItems=256
 	Entries []KeyObservation `json:"entries,omitempty"`
+}
+
+// KeyOrder is an order of a KeyHistory's entries.
+// +kubebuilder:validation:Enum=NameSHA256
+type KeyOrder string
+
+// KeyOrderNameSHA256 orders entries by the SHA-256 of their key names.
+const KeyOrderNameSHA256 KeyOrder = "NameSHA256"
+
+// SortKeyNames sorts the key names of a source into the order of a
+// KeyHistory's entries (KeyOrderNameSHA256): entry i is the key names[i].
+// The digest is not keyed, and is never stored: the order tells a reader
+// of the record who cannot read the source the number of keys and, for a
+// key whose entry it can single out, where its digest ranks, which can
+// rule out a guessed name but never confirm one.
+func SortKeyNames(names []string) {
+	digests := make(map[string][sha256.Size]byte, len(names))
+	for _, n := range names {
+		digests[n] = sha256.Sum256([]byte(n))
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		da, db := digests[a], digests[b]
+		if c := bytes.Compare(da[:], db[:]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+}
+
+// Ordered reports whether the history's entries are in the order of
+// SortKeyNames, so that a reader of the source can find a key's entry.
+func (h *KeyHistory) Ordered() bool {
+	return h.Usable() && h.Order == KeyOrderNameSHA256
 }
 
 // Usable reports whether the history can be compared key by key: it exists

@@ -221,6 +221,9 @@ func (in *integrations) cacheOptions(byObject map[client.Object]cache.ByObject) 
 	if in.fluxKustomize || in.fluxHelm {
 		maps.Copy(byObject, flux.CacheOptions(in.fluxOptions()))
 	}
+	if in.argoRollouts {
+		byObject[&rollout.Rollout{}] = rollout.CacheOptions()
+	}
 }
 
 func (in *integrations) fluxOptions() flux.Options {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kick-operator/kick/restart/observe"
+	"github.com/kick-operator/kick/restart/request"
 )
 
 // options are the manager's command-line settings. Defaults follow the
@@ -35,6 +36,7 @@ type options struct {
 	kubeAPICompression bool
 	rolloutTimeout     time.Duration
 	maxRestarts        int
+	wavePoll           time.Duration
 	requestRetention   time.Duration
 	replayWindow       time.Duration
 	enableArgoCD       bool
@@ -97,6 +99,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.kubeAPICompression, "kube-api-compression", false, "accept gzip-compressed API responses; off by default: next to its API server the manager saves the CPU of compressing and decompressing every LIST and watch, and a decompressor (about 40 KB) per open watch")
 	fs.DurationVar(&o.rolloutTimeout, "rollout-timeout", 15*time.Minute, "how long a restart's rollout may take before the request fails")
 	fs.IntVar(&o.maxRestarts, "max-concurrent-restarts", 0, "most restarts in progress (issued, rollout not yet complete) across the cluster; 0 means no cap. Free slots go to namespaces in turn, so a namespace with many waiting restarts cannot starve one with a few. KickPolicy restart.maxConcurrent caps each policy on top")
+	fs.DurationVar(&o.wavePoll, "wave-poll", request.DefaultWavePoll, "how often a restart that an earlier restart wave holds looks again when nothing woke it: a safety net, since the earlier wave's completions and the end of its bake wake it")
 	fs.DurationVar(&o.requestRetention, "request-retention", 24*time.Hour, "how long finished KickRequests are kept")
 	fs.DurationVar(&o.replayWindow, "notification-replay-window", time.Hour, "after a manager start, re-send notifications of request transitions this recent that a NotificationPolicy may not have delivered before (same event ids); 0 turns replay off")
 	fs.BoolVar(&o.enableArgoCD, "enable-argocd", true, "gate on Argo CD Applications and AppProjects (skipped when the CRDs are absent)")
@@ -136,6 +139,9 @@ func (o *options) validate() error {
 	}
 	if o.maxRestarts < 0 {
 		errs = append(errs, fmt.Errorf("--max-concurrent-restarts must be 0 (no cap) or more, got %d", o.maxRestarts))
+	}
+	if o.wavePoll <= 0 {
+		errs = append(errs, fmt.Errorf("--wave-poll must be positive, got %s", o.wavePoll))
 	}
 	if o.rolloutTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--rollout-timeout must be positive, got %s", o.rolloutTimeout))

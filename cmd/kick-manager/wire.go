@@ -104,7 +104,7 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 		AllowCIDRs:              opts.webhookAllowCIDRs,
 		MaxConcurrentReconciles: configWorkers,
 		Replay:                  &request.Replayer{Client: mgr.GetClient(), Kinds: kinds},
-		FanOuts:                 &request.FanOuts{Client: mgr.GetClient(), Kinds: kinds},
+		FanOuts:                 &request.FanOuts{Client: mgr.GetClient(), Kinds: kinds, KeyNames: keys.KeyName},
 		ReplayWindow:            opts.replayWindow,
 	}); err != nil {
 		return err
@@ -132,6 +132,7 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 		MaxConcurrentReconciles: opts.maxConcurrent,
 		RolloutTimeout:          opts.rolloutTimeout,
 		MaxConcurrentRestarts:   opts.maxRestarts,
+		WavePoll:                opts.wavePoll,
 		Retention:               opts.requestRetention,
 		EnqueueSources:          enqueueSources,
 		Kinds:                   kinds,

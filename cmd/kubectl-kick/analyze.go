@@ -79,9 +79,13 @@ type dependencyResult struct {
 	// every key. KeyEntries is how many keys the record knows.
 	KeysRead   *int `json:"keysRead,omitempty"`
 	KeyEntries *int `json:"keyEntries,omitempty"`
-	// KeyLevel, when set, says that the manager counts only the changes of
-	// the keys read, which explain cannot single out.
+	// KeyLevel, when set, says how the changes of the keys read were
+	// judged: key by key as the manager does, or by the whole object and
+	// why (explain could not line the keys up with the record).
 	KeyLevel string `json:"keyLevel,omitempty"`
+	// Keys are the keys read with their change times, listed only when
+	// explain lined them up, which needs the right to read the source.
+	Keys []keyResult `json:"keys,omitempty"`
 	// Reads says which changes count: "every key", or those of the keys
 	// read (by number); empty for a kind without keys.
 	Reads string `json:"reads,omitempty"`
@@ -305,10 +309,16 @@ func (f *facts) assessFacts(kr *kickv1alpha1.KickRequest) assess.Facts {
 		}
 	}
 	for _, df := range f.deps {
-		// No KeyName: explain lacks the fingerprint key, so the assessment
-		// counts every key (see describeKeys).
+		// A dependency whose keys explain could not line up with its
+		// record is judged by the whole object (see describeKeys).
+		reads := df.reads
+		if df.keys.ids == nil && reads != nil && !reads.All {
+			reads = &discovery.Keys{All: true}
+		} else if reads != nil && !reads.All {
+			af.KeyNames = f.keyName
+		}
 		d := assess.Dependency{Kind: df.dep.Kind, Name: df.dep.Name, Fields: df.fields, Counted: counted(df.dep),
-			Labels: df.labels, Missing: df.missing, SourceErr: df.sourceErr, RecordErr: df.recordErr, Reads: df.reads}
+			Labels: df.labels, Missing: df.missing, SourceErr: df.sourceErr, RecordErr: df.recordErr, Reads: reads}
 		if df.record != nil {
 			d.Record = &df.record.Spec
 		}

@@ -160,6 +160,8 @@ type depFacts struct {
 	sourceErr error
 	record    *kickv1alpha1.SourceObservation
 	recordErr error
+	// keys lines the source's key names up with the record's entries.
+	keys keyLines
 }
 
 // gather reads everything explain needs with the caller's credentials. Only
@@ -196,6 +198,7 @@ func (s *session) gather(ctx context.Context, kind kickv1alpha1.TargetKind, name
 		if counted(d) {
 			s.readSource(ctx, &df)
 			s.readRecord(ctx, &df)
+			s.lineUpKeys(ctx, &df)
 		}
 		f.deps = append(f.deps, df)
 	}

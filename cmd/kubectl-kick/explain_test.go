@@ -190,7 +190,7 @@ func TestExplainVerdicts(t *testing.T) {
 				s.policies[0].Spec.Suspend = true
 				s.relevantChange(t0.Add(time.Minute))
 			},
-			contains: []string{"suspend:      yes"},
+			contains: []string{"suspend:      closed: waiting for Suspended (the policy starts no restarts until spec.suspend is unset)"},
 		},
 		{
 			name: "stale, GitOps provider without a recorded decision", verdict: string(assess.Stale),
@@ -243,7 +243,7 @@ func TestExplainVerdicts(t *testing.T) {
 			name: "selected by several", verdict: string(assess.CannotAssess),
 			summary:  "cannot assess: KickPolicies a and b all select Deployment/web; KICK restarts a workload only when exactly one policy selects it, so narrow their workloadSelectors",
 			setup:    func(s *scene) { s.policies = []kickv1alpha1.KickPolicy{policyFor("b", "web"), policyFor("a", "web")} },
-			contains: []string{"KickPolicy:     selected by several: a, b — KICK will not restart it"},
+			contains: []string{"KickPolicy:     selected by several: a, b — KICK will not restart it (AmbiguousPolicy)"},
 		},
 		{
 			name: "a change outside the dependencySelector does not count", verdict: string(assess.Fresh), summary: "nothing to do: fresh",

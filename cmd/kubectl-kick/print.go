@@ -24,7 +24,7 @@ func printExplanation(out io.Writer, e *explanation) {
 	case string(assess.NotSelected):
 		line("KickPolicy", "not selected by any KickPolicy in %s", e.Namespace)
 	default:
-		line("KickPolicy", "selected by several: %s — KICK will not restart it", strings.Join(e.Policy.Candidates, ", "))
+		line("KickPolicy", "selected by several: %s — KICK will not restart it (%s)", strings.Join(e.Policy.Candidates, ", "), kickv1alpha1.GateAmbiguousPolicy)
 	}
 
 	if len(e.Dependencies) == 0 {
@@ -58,7 +58,7 @@ func printExplanation(out io.Writer, e *explanation) {
 			fmt.Fprintf(out, "  %-13s %s\n", label+":", fmt.Sprintf(format, a...))
 		}
 		if g.Suspend {
-			sub("suspend", "yes: the policy starts no restarts until spec.suspend is unset")
+			sub("suspend", "closed: waiting for %s (the policy starts no restarts until spec.suspend is unset)", kickv1alpha1.GateSuspended)
 		} else {
 			sub("suspend", "no")
 		}
@@ -127,6 +127,9 @@ func recordText(d dependencyResult) string {
 		parts = append(parts, fmt.Sprintf("reads %d%s keys", *d.KeysRead, of))
 		if d.KeyLevel != "" {
 			parts = append(parts, d.KeyLevel)
+		}
+		if len(d.Keys) > 0 {
+			parts = append(parts, keysText(d.Keys))
 		}
 	}
 	return strings.Join(parts, "; ")

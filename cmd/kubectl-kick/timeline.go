@@ -134,16 +134,24 @@ func (s *session) timeline(ctx context.Context, kind kickv1alpha1.TargetKind, na
 		case err != nil:
 			tl.Incomplete = append(tl.Incomplete, readError("get", resourceOf(kind), s.namespace, err).Error())
 		default:
+			var reads map[discovery.Dependency]discovery.Keys
+			if tmpl, ok := discovery.PodTemplate(obj); ok {
+				reads = discovery.KeysRead(&tmpl.Spec)
+			}
 			for _, d := range discovery.FromWorkload(obj) {
 				if !counted(d) {
 					continue
 				}
 				df := depFacts{dep: d}
+				if k, ok := reads[d]; ok {
+					df.reads = &k
+				}
 				s.readRecord(ctx, &df)
 				if df.recordErr != nil {
 					tl.Incomplete = append(tl.Incomplete, df.recordErr.Error())
 				} else if df.record != nil {
-					es = append(es, entry.FromObservation(df.record, []entry.Workload{w})...)
+					s.lineUpKeys(ctx, &df)
+					es = append(es, observationEntries(df, w)...)
 				}
 			}
 		}

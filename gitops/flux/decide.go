@@ -93,10 +93,10 @@ func readiness(v view) (kickv1alpha1.GateReason, string) {
 	if len(v.conditions) == 0 {
 		return kickv1alpha1.GateOwnerReconciling, fmt.Sprintf("%s has not reported readiness yet (it has no status conditions); KICK waits until Flux has reconciled it", v.ref)
 	}
-	if c := find(v.conditions, condStalled); c != nil && c.Status == metav1.ConditionTrue {
-		return kickv1alpha1.GateOwnerOutOfSync, fmt.Sprintf("%s is stalled: %s", v.ref, describe(c))
-	}
 	ready := find(v.conditions, condReady)
+	if c := find(v.conditions, condStalled); c != nil && c.Status == metav1.ConditionTrue {
+		return kickv1alpha1.GateOwnerOutOfSync, fmt.Sprintf("%s is stalled: %s%s", v.ref, describe(c), stalledCause(c, ready))
+	}
 	if c := find(v.conditions, condReconciling); c != nil && c.Status == metav1.ConditionTrue {
 		// A failed attempt that Flux will retry: kustomize-controller
 		// keeps Reconciling=True (ProgressingWithRetry) next to the
@@ -122,6 +122,19 @@ func readiness(v view) (kickv1alpha1.GateReason, string) {
 		return kickv1alpha1.GateOwnerOutOfSync, fmt.Sprintf("%s is not ready: %s", v.ref, describe(ready))
 	}
 	return kickv1alpha1.GateAllowed, fmt.Sprintf("%s is ready at generation %d", v.ref, v.generation)
+}
+
+// stalledCause is the failure behind a Stalled condition, when Ready
+// says more than Stalled: helm-controller writes a bare Stalled=True
+// (RetriesExceeded: "Failed to upgrade after 1 attempt(s)") and keeps the
+// error itself on Ready=False (UpgradeFailed: the Helm error);
+// kustomize-controller writes the same message on both, so nothing is
+// repeated.
+func stalledCause(stalled, ready *metav1.Condition) string {
+	if ready == nil || ready.Status != metav1.ConditionFalse || ready.Message == stalled.Message {
+		return ""
+	}
+	return " (Ready=False: " + describe(ready) + ")"
 }
 
 // staleGeneration reports whether the Ready condition may describe an

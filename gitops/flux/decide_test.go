@@ -32,6 +32,7 @@ func TestDecide(t *testing.T) {
 		relaxed bool // requireReconciled: false
 		reason  kickv1alpha1.GateReason
 		message string
+		absent  string // the message must not contain it
 	}{
 		{name: "ready for the current generation", v: with(func(v *view) { v.conditions = []metav1.Condition{ready} }),
 			reason: kickv1alpha1.GateAllowed, message: "ready at generation 3"},
@@ -82,6 +83,16 @@ func TestDecide(t *testing.T) {
 		{name: "stalled wins over reconciling", v: with(func(v *view) {
 			v.conditions = []metav1.Condition{cond(condReady, F, 3, "", ""), cond(condReconciling, T, 3, "", ""), cond(condStalled, T, 3, "InvalidPath", "path not found")}
 		}), reason: kickv1alpha1.GateOwnerOutOfSync, message: "is stalled: InvalidPath: path not found"},
+		{name: "stalled names the failure Ready holds, as helm-controller writes it", v: with(func(v *view) {
+			v.conditions = []metav1.Condition{
+				cond(condStalled, T, 3, "RetriesExceeded", "Failed to upgrade after 1 attempt(s)"),
+				cond(condReady, F, 3, "UpgradeFailed", "Helm upgrade failed for release shop/web with chart web@0.1.0: failed to create resource"),
+			}
+		}), reason: kickv1alpha1.GateOwnerOutOfSync,
+			message: "is stalled: RetriesExceeded: Failed to upgrade after 1 attempt(s) (Ready=False: UpgradeFailed: Helm upgrade failed for release shop/web"},
+		{name: "stalled with the same message on Ready says it once", v: with(func(v *view) {
+			v.conditions = []metav1.Condition{cond(condStalled, T, 3, "InvalidPath", "path not found"), cond(condReady, F, 3, "InvalidPath", "path not found")}
+		}), reason: kickv1alpha1.GateOwnerOutOfSync, message: "is stalled: InvalidPath: path not found", absent: "Ready=False"},
 		{name: "no conditions", v: base, reason: kickv1alpha1.GateOwnerReconciling, message: "has not reported readiness yet"},
 		{name: "conditions but no Ready", v: with(func(v *view) { v.conditions = []metav1.Condition{cond("Healthy", T, 3, "", "")} }),
 			reason: kickv1alpha1.GateOwnerReconciling, message: "no Ready condition"},
@@ -103,6 +114,9 @@ func TestDecide(t *testing.T) {
 			}
 			if !strings.Contains(d.Message, c.message) || !strings.Contains(d.Message, "Kustomization flux-system/apps") {
 				t.Fatalf("message %q should name the owner and contain %q", d.Message, c.message)
+			}
+			if c.absent != "" && strings.Contains(d.Message, c.absent) {
+				t.Fatalf("message %q should not contain %q", d.Message, c.absent)
 			}
 			want := kickv1alpha1.GitOpsOwner{Provider: kickv1alpha1.ProviderFlux, APIVersion: "kustomize.toolkit.fluxcd.io/v1",
 				Kind: "Kustomization", Namespace: "flux-system", Name: "apps"}

@@ -3,7 +3,7 @@
 # temporary directory, then checks what a release needs: both binaries
 # report the injected version, SHA256SUMS matches every archive, the chart
 # archive carries the version, and the krew manifest names the archive with
-# its checksum. Run by `make dist-check`; not part of `make test` (the
+# its checksum, and that a VERSION that is not vX.Y.Z gets no manifest. Run by `make dist-check`; not part of `make test` (the
 # -trimpath builds share little with the build cache: minutes, not seconds).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -43,4 +43,11 @@ grep -qx "    uri: https://example.invalid/$version/kubectl-kick_${version}_${os
 grep -qx "  version: $version" kick.yaml || fail "kick.yaml lacks the version"
 grep -q '{{' kick.yaml && fail "kick.yaml has unfilled placeholders"
 [[ $(grep -c '^  - selector:' kick.yaml) -eq 1 ]] || fail "kick.yaml should list exactly the one platform built"
-echo "dist-check: ok ($os/$arch, $version)"
+
+# Between release tags VERSION is a commit, which krew refuses: no manifest.
+commit=0abc123-dirty
+make --no-print-directory -C "$root" dist DIST="$tmp/dist-commit" DIST_PLATFORMS="$os/$arch" VERSION="$commit" \
+	RELEASE_URL="https://example.invalid/$commit" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "make dist VERSION=$commit failed"; }
+[[ -e $tmp/dist-commit/kick.yaml ]] && fail "make dist VERSION=$commit wrote a krew manifest krew would refuse"
+grep -q "no krew manifest: VERSION $commit is not vMAJOR.MINOR.PATCH" "$tmp/log" || { cat "$tmp/log"; fail "make dist VERSION=$commit did not say why it wrote no krew manifest"; }
+echo "dist-check: ok ($os/$arch, $version; no krew manifest for $commit)"

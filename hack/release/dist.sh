@@ -84,7 +84,15 @@ fi
 
 # The krew manifest: the template's header, then its platform entry once
 # for each kubectl-kick archive, with that archive's URI and checksum.
+# krew accepts only a SemVer spec.version, so between release tags (VERSION
+# a commit such as 41afe61-dirty) no manifest is written.
 template=plugins/kick.yaml
+if [[ ! $version =~ ^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$ ]]; then
+	echo "dist: no krew manifest: VERSION $version is not vMAJOR.MINOR.PATCH (tag the release, e.g. git tag v0.2.0, or pass VERSION=v0.2.0)" >&2
+	echo "dist: wrote $out:"
+	(cd "$out" && ls -l)
+	exit 0
+fi
 {
 	sed -n '1,/^  platforms:$/p' "$template" | grep -v '^#' | sed "s|{{VERSION}}|$version|g"
 	for p in $platforms; do

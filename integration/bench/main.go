@@ -19,9 +19,10 @@
 //
 // and prints them next to KICK's targets. With -peers it runs the floor,
 // KICK and stakater/Reloader one after another, each on a fresh control
-// plane with the same fixture and seed, and prints KICK's ratios to them;
-// -rounds N repeats that N times and judges the median of each round's
-// ratio, since the peers' own figures move between runs on a shared machine.
+// plane with the same fixture and seed, and prints KICK's ratios to them
+// (latencies are medians over the -rounds single changes, so -rounds also
+// sets how steady a ratio is; the peers' own figures move between runs on
+// a shared machine).
 // With -scales it does that at several multiples of the fixture and fits
 // each cost against the fixture's size (scale.go). With -fanout it measures
 // KICK on one Secret shared by every Deployment, once per restart budget
@@ -32,7 +33,6 @@
 //	go run ./integration/bench -quick                  # smoke run, about a minute
 //	go run ./integration/bench -json bench.json        # the full default run
 //	go run ./integration/bench -peers floor,kick,reloader=/path/to/reloader   # one table with ratios
-//	go run ./integration/bench -peers floor,kick,reloader=/path/to/reloader -rounds 3   # medians of 3 rounds
 //	go run ./integration/bench -fanout 10,none -json fanout.json -plot fanout.png   # 500 Deployments, one Secret
 //	go run ./integration/bench -scales 1,5,10 -peers floor,kick -json scale.json -plot scale.png   # the scale curve
 //

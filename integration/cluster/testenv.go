@@ -59,6 +59,9 @@ type TestOptions struct {
 	GitOps gitopsstack.Options
 	// APIServerFlags are added to kube-apiserver's command line.
 	APIServerFlags []string
+	// PriorityAndFairness runs kube-apiserver with API Priority and
+	// Fairness (controlplane.Options.PriorityAndFairness).
+	PriorityAndFairness bool
 }
 
 var shared *Env
@@ -98,7 +101,8 @@ func runMain(m *testing.M, opts TestOptions) int {
 	// process on the machine can take one in between: try a few times.
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		c, err = controlplane.Start(ctx, controlplane.Options{BinDir: binDir, Nodes: opts.Nodes, UpstreamCRDs: opts.UpstreamCRDs, CRDDirs: crdDirs, APIServerFlags: opts.APIServerFlags})
+		c, err = controlplane.Start(ctx, controlplane.Options{BinDir: binDir, Nodes: opts.Nodes, UpstreamCRDs: opts.UpstreamCRDs, CRDDirs: crdDirs,
+			APIServerFlags: opts.APIServerFlags, PriorityAndFairness: opts.PriorityAndFairness})
 		cancel()
 		if err == nil {
 			break

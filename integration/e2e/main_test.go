@@ -33,14 +33,17 @@ import (
 
 // TestMain runs the control plane with both GitOps tools and the Argo
 // Rollouts controller, or only those $KICK_E2E_CONTROLLERS names ("argocd",
-// "flux", "rollouts"); the tests of a tool that is not running fail, they
-// are not skipped.
+// "flux", "rollouts", comma-separated: "argocd,rollouts" for the tests of
+// an Application owning a Rollout); the tests of a tool that is not
+// running fail, they are not skipped.
 func TestMain(m *testing.M) {
 	gitops := gitopsstack.Options{Argo: true, Flux: true, Rollouts: true}
 	if only := os.Getenv("KICK_E2E_CONTROLLERS"); only != "" {
 		gitops.Argo, gitops.Flux = strings.Contains(only, "argocd"), strings.Contains(only, "flux")
 		gitops.Rollouts = strings.Contains(only, "rollouts")
 	}
+	// helm-controller runs only when built (see helmNotRunning).
+	gitops.HelmController = os.Getenv(helmControllerEnv)
 	// The test process logs nothing through controller-runtime; say so
 	// before its client warns (once start-up passes 30 s).
 	ctrllog.SetLogger(logr.Discard())
@@ -64,12 +67,15 @@ type suite struct {
 }
 
 // setup gives the test a namespace, a repository, and a kick-manager that
-// looks for Applications in the Argo CD namespace. tool ("argocd", "flux")
-// must be running.
-func setup(t *testing.T, tool string, args ...string) *suite {
+// looks for Applications in the Argo CD namespace. tools ("argocd",
+// "flux", "rollouts", or several joined by "+", as "argocd+rollouts") must
+// be running.
+func setup(t *testing.T, tools string, args ...string) *suite {
 	env := cluster.Get(t)
-	if env.GitOps == nil || !env.GitOps.Runs(tool) {
-		t.Fatalf("%s is not running in this test binary (KICK_E2E_CONTROLLERS=%q)", tool, os.Getenv("KICK_E2E_CONTROLLERS"))
+	for _, tool := range strings.Split(tools, "+") {
+		if env.GitOps == nil || !env.GitOps.Runs(tool) {
+			t.Fatalf("%s is not running in this test binary (KICK_E2E_CONTROLLERS=%q; this test needs %s)", tool, os.Getenv("KICK_E2E_CONTROLLERS"), tools)
+		}
 	}
 	ns := env.Namespace(t)
 	s := &suite{F: &fixture.F{T: t, Env: env, NS: ns, Ctx: context.Background()}, stack: env.GitOps, repo: ns}

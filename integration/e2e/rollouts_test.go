@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -40,19 +41,22 @@ func canaryRollout() map[string]any {
 }
 
 // createRollout creates Rollout NAME labelled app=NAME from spec (plus
-// selector and a template consuming Secret NAME-db) and waits until the
+// selector and, unless spec has a workloadRef, a template consuming Secret
+// NAME-db) and waits until the
 // Rollouts controller reports it Healthy and KICK has the Secret's
 // baseline.
 func (s *suite) createRollout(name string, spec map[string]any) {
 	s.T.Helper()
 	labels := map[string]any{"app": name}
 	spec["selector"] = map[string]any{"matchLabels": labels}
-	spec["template"] = map[string]any{
-		"metadata": map[string]any{"labels": labels},
-		"spec": map[string]any{"containers": []any{map[string]any{
-			"name": "app", "image": "registry.k8s.io/pause:3.10",
-			"envFrom": []any{map[string]any{"secretRef": map[string]any{"name": name + "-db"}}},
-		}}},
+	if _, ok := spec["workloadRef"]; !ok {
+		spec["template"] = map[string]any{
+			"metadata": map[string]any{"labels": labels},
+			"spec": map[string]any{"containers": []any{map[string]any{
+				"name": "app", "image": "registry.k8s.io/pause:3.10",
+				"envFrom": []any{map[string]any{"secretRef": map[string]any{"name": name + "-db"}}},
+			}}},
+		}
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
@@ -163,8 +167,45 @@ func (s *suite) rolloutRestartedOnce(name string, replicas int, changed time.Tim
 	if rss := s.ReplicaSets(name); !slices.Equal(rss, rssBefore) {
 		s.T.Fatalf("ReplicaSets %v, before the change %v: the restart rolled a new revision", rss, rssBefore)
 	}
-	done := kr.Status.CompletionTime.Time
-	for _, p := range now {
+	s.assertReplaced(now, replicas, restartAt, kr.Status.CompletionTime.Time, podsBefore)
+	return kr
+}
+
+// recordStatuses polls Rollout NAME until the test ends and logs each
+// status the controller wrote that differs from the one before (with
+// managedFields' time of its last status write): what the real
+// controller writes, for the unit tests of rollout.InspectAt.
+func (s *suite) recordStatuses(name string) {
+	ctx, stop := context.WithCancel(s.Ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		last := ""
+		for ctx.Err() == nil {
+			var ro rollout.Rollout
+			if err := s.Env.Client.Get(ctx, client.ObjectKey{Namespace: s.NS, Name: name}, &ro); err == nil {
+				st, _ := json.Marshal(ro.Status)
+				if string(st) != last {
+					w, _ := rollout.LastStatusWrite(&ro)
+					s.T.Logf("%s status (written %s, seen %s): %s", name, w.UTC().Format(time.RFC3339), time.Now().UTC().Format("15:04:05.000"), st)
+					last = string(st)
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	s.T.Cleanup(func() { stop(); <-done })
+}
+
+// assertReplaced checks pods, read as soon as KICK recorded success at
+// done: there are replicas of them, none from before restartAt or among
+// podsBefore, and each was available (Ready for minReadySeconds) at done.
+func (s *suite) assertReplaced(pods []pod, replicas int, restartAt, done time.Time, podsBefore []string) {
+	s.T.Helper()
+	for _, p := range pods {
 		if slices.Contains(podsBefore, p.name) || p.created.Before(restartAt) {
 			s.T.Fatalf("pod %s (created %s) from before restartAt %s was still there when KICK recorded success", p.name, p.created.Format(time.RFC3339), restartAt.Format(time.RFC3339))
 		}
@@ -173,10 +214,26 @@ func (s *suite) rolloutRestartedOnce(name string, replicas int, changed time.Tim
 			s.T.Fatalf("pod %s (ready %t since %s) was not available when KICK recorded success at %s", p.name, p.ready, p.readyT.Format(time.RFC3339), done.Format(time.RFC3339))
 		}
 	}
-	if len(now) != replicas {
-		s.T.Fatalf("%d pods when KICK recorded success, want %d: %v", len(now), replicas, podNames(now))
+	if len(pods) != replicas {
+		s.T.Fatalf("%d pods when KICK recorded success, want %d: %v", len(pods), replicas, podNames(pods))
 	}
-	return kr
+}
+
+// blueGreenRollout creates the active Service NAME-active and returns the
+// spec of a blue-green Rollout of two replicas that promotes by itself.
+func (s *suite) blueGreenRollout(name string) map[string]any {
+	s.T.Helper()
+	s.Create(&corev1.Service{
+		ObjectMeta: objectMeta(name + "-active"),
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{"app": name},
+			Ports:    []corev1.ServicePort{{Port: 80}},
+		},
+	})
+	return map[string]any{
+		"replicas": 2, "minReadySeconds": minReady,
+		"strategy": map[string]any{"blueGreen": map[string]any{"activeService": name + "-active", "autoPromotionEnabled": true}},
+	}
 }
 
 // TestRolloutCanaryRestart: a Secret change restarts a canary Rollout run by
@@ -206,6 +263,37 @@ func TestRolloutCanaryRestart(t *testing.T) {
 	}
 	if got := podNames(s.pods("web")); !slices.Equal(got, pods) {
 		t.Fatalf("pods changed after the request succeeded: %v, then %v", pods, got)
+	}
+	if kr, _ := s.Request("rollout-web"); kr.Status.RestartCount != 1 {
+		t.Fatalf("restartCount %d after the barrier, want 1", kr.Status.RestartCount)
+	}
+}
+
+// TestRolloutBlueGreenRestart: the same for a blue-green Rollout, whose
+// active Service the Rollouts controller points at its revision. Its
+// controller evicts the last old pod and, in the same status write, sets
+// status.restartedAt with the availability counts of before that eviction;
+// KICK must not take that write for a finished restart (see
+// rollout.RestartSettle): it records success only once the replacements
+// are available.
+func TestRolloutBlueGreenRestart(t *testing.T) {
+	s := setup(t, "rollouts", "--enable-argo-rollouts")
+	s.Policy("all", "{discovery: {workloadSelector: {}}, restart: {minInterval: 0s}}")
+	s.secret("web")
+	s.createRollout("web", s.blueGreenRollout("web"))
+	podsBefore, rssBefore := podNames(s.pods("web")), s.ReplicaSets("web")
+	if len(podsBefore) != 2 || len(rssBefore) != 1 {
+		t.Fatalf("pods %v, ReplicaSets %v: want 2 and 1", podsBefore, rssBefore)
+	}
+	s.recordStatuses("web")
+	changed := time.Now()
+	s.SetSecret("web-db", map[string]string{"password": "bravo"})
+	s.rolloutRestartedOnce("web", 2, changed, podsBefore, rssBefore)
+
+	restartAt := s.rollout("web").Spec.RestartAt.Time
+	s.Barrier()
+	if ro := s.rollout("web"); !ro.Spec.RestartAt.Time.Equal(restartAt) {
+		t.Fatalf("restartAt moved from %s to %s after the request succeeded", restartAt, ro.Spec.RestartAt)
 	}
 	if kr, _ := s.Request("rollout-web"); kr.Status.RestartCount != 1 {
 		t.Fatalf("restartCount %d after the barrier, want 1", kr.Status.RestartCount)
@@ -286,10 +374,25 @@ func TestRolloutPausedAtCanaryStep(t *testing.T) {
 // the second change, and succeeds after the controller finished that one.
 // It is judged from the Rollout: the restartAt values written, polled.
 func TestRolloutChangeDuringRestart(t *testing.T) {
-	s := setup(t, "rollouts", "--enable-argo-rollouts")
-	s.Policy("all", "{discovery: {workloadSelector: {}}, restart: {minInterval: 0s}}")
-	s.secret("web")
-	s.createRollout("web", canaryRollout())
+	for _, strategy := range []string{"canary", "blue-green"} {
+		t.Run(strategy, func(t *testing.T) {
+			s := setup(t, "rollouts", "--enable-argo-rollouts")
+			s.Policy("all", "{discovery: {workloadSelector: {}}, restart: {minInterval: 0s}}")
+			s.secret("web")
+			spec := canaryRollout()
+			if strategy == "blue-green" {
+				spec = s.blueGreenRollout("web")
+			}
+			s.createRollout("web", spec)
+			changeDuringRestart(t, s)
+		})
+	}
+}
+
+// changeDuringRestart is TestRolloutChangeDuringRestart on Rollout web of
+// two replicas.
+func changeDuringRestart(t *testing.T, s *suite) {
+	s.recordStatuses("web")
 
 	s.SetSecret("web-db", map[string]string{"password": "bravo"})
 	first := s.waitRollout("web", "to get spec.restartAt", func(ro *rollout.Rollout) bool { return ro.Spec.RestartAt != nil }).Spec.RestartAt.Time
@@ -325,7 +428,7 @@ func TestRolloutChangeDuringRestart(t *testing.T) {
 	})
 	ro := s.rollout("web")
 	st, _ := json.Marshal(ro.Status)
-	t.Logf("second change %s; restartAt written %v; at success: status %s, pods %v", second.Format(time.RFC3339Nano), written, st, s.pods("web"))
+	t.Logf("second change %s; restartAt written %v; at success: status %s, pods %v, request conditions %+v", second.Format(time.RFC3339Nano), written, st, s.pods("web"), kr.Status.Conditions)
 	if len(written) != 2 || written[1].Before(second.Truncate(time.Second)) {
 		t.Fatalf("restartAt written %v for changes at %s and %s: want one restart per change, the second not before the second change",
 			written, first.Format(time.RFC3339), second.Format(time.RFC3339))
@@ -333,9 +436,5 @@ func TestRolloutChangeDuringRestart(t *testing.T) {
 	if ro.Status.RestartedAt == nil || !ro.Status.RestartedAt.Equal(ro.Spec.RestartAt) {
 		t.Fatalf("KICK succeeded before the controller finished restartAt %s (status.restartedAt %v)", ro.Spec.RestartAt, ro.Status.RestartedAt)
 	}
-	for _, p := range s.pods("web") {
-		if p.created.Before(ro.Spec.RestartAt.Time) || !p.ready || p.deleting {
-			t.Fatalf("pod %v is older than restartAt %s or not ready when KICK succeeded", p, ro.Spec.RestartAt)
-		}
-	}
+	s.assertReplaced(s.pods("web"), 2, ro.Spec.RestartAt.Time, kr.Status.CompletionTime.Time, nil)
 }

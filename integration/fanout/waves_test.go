@@ -33,8 +33,15 @@ func tiers(i int, d *appsv1.Deployment) {
 // restarts exactly once; the main wave begins only after the canary has
 // been available for the bake; the last group only after the main wave is
 // available; there is never more than one rollout at a time.
+//
+// The manager runs with a --wave-poll of 10 minutes, so a held wave that
+// only polled would start minutes late (and the test would time out):
+// each wave starts within a fraction of the poll after the one before
+// ended (its bake included), which only the wake on a completion and at
+// the bake's end can do.
 func TestWavesRunInOrderWithTheirBake(t *testing.T) {
-	f := fixture.Setup(t)
+	const wavePoll = 10 * time.Minute
+	f := fixture.Setup(t, "--wave-poll="+wavePoll.String())
 	run := f.NS
 	const bake = 20 * time.Second
 	f.Policy("waved", `
@@ -73,6 +80,16 @@ restart:
 			}
 		}
 	}
+	// Each wave began promptly after the one before ended: far within the
+	// poll, however loaded the machine.
+	const prompt = wavePoll / 10
+	mainBegan, mainUp := firstBegan(watch, key(2), key(3)), lastUp(watch, key(2), key(3))
+	if late := mainBegan.Sub(canaryUp.Add(bake)); late > prompt {
+		t.Errorf("the main wave began %s after the canary's bake ended; a woken wave begins within %s (the poll is %s)", late.Round(time.Millisecond), prompt, wavePoll)
+	}
+	if late := firstBegan(watch, key(0), key(1)).Sub(mainUp); late > prompt {
+		t.Errorf("the workloads no wave selects began %s after the main wave was available; a woken wave begins within %s (the poll is %s)", late.Round(time.Millisecond), prompt, wavePoll)
+	}
 	if peak, when := watch.Peak(); peak > 1 {
 		t.Errorf("%d rollouts were in progress at once (%s); restart.maxConcurrent is 1", peak, when)
 	}
@@ -101,6 +118,28 @@ restart:
 			t.Errorf("request %s: phase %s, restartCount %d, want Succeeded after 1", kr.Name, kr.Status.Phase, kr.Status.RestartCount)
 		}
 	}
+}
+
+// firstBegan is when the first of keys began its rollout.
+func firstBegan(w rolloutWatch, keys ...string) time.Time {
+	var first time.Time
+	for _, k := range keys {
+		if began, _ := w.Times(k); first.IsZero() || began.Before(first) {
+			first = began
+		}
+	}
+	return first
+}
+
+// lastUp is when the last of keys became available again.
+func lastUp(w rolloutWatch, keys ...string) time.Time {
+	var last time.Time
+	for _, k := range keys {
+		if _, up := w.Times(k); up.After(last) {
+			last = up
+		}
+	}
+	return last
 }
 
 // gates records, through one watch, every gate a namespace's KickRequests

@@ -1,8 +1,9 @@
 // Package kargo proves the Kargo gate end to end: the real kick-manager
 // with the Argo CD and Kargo integrations against a local control plane
 // with the upstream Application, AppProject, Stage and Promotion CRDs.
-// Kargo objects are written as unstructured objects, their status through
-// the status subresource, as Kargo's controllers do.
+// In TestKargo, Kargo objects are written as unstructured objects, their
+// status through the status subresource, as Kargo's controllers do;
+// TestKargoController (opt-in, KICK_KARGO_BIN) runs Kargo's own controller.
 package kargo
 
 import (

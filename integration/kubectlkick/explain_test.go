@@ -260,7 +260,7 @@ func TestExplain(t *testing.T) {
 		t.Fatalf("explain of a contested workload = %d, want 0", code)
 	}
 	mustContain(t, "explain deployment/contested", out,
-		"KickPolicy:     selected by several: a, b — KICK will not restart it\n",
+		"KickPolicy:     selected by several: a, b — KICK will not restart it (AmbiguousPolicy)\n",
 		"Summary:        cannot assess: KickPolicies a and b all select Deployment/contested; KICK restarts a workload only when exactly one policy selects it, so narrow their workloadSelectors\n")
 
 	// (5) Errors: exit 1 with a message; bad usage exit 2.

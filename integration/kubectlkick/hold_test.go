@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -30,13 +32,20 @@ import (
 // and release there (and nowhere else), and returns a kubeconfig with its
 // token only: no client certificate that would make it the admin.
 func tenantKubeconfig(t *testing.T, env *cluster.Env, ns string) string {
+	return roleKubeconfig(t, env, ns, "oncall", []rbacv1.PolicyRule{{
+		APIGroups: []string{kickv1alpha1.GroupVersion.Group}, Resources: []string{"kickholds"},
+		Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}}})
+}
+
+// roleKubeconfig makes a ServiceAccount name in namespace ns, grants it
+// rules there (and nowhere else), and returns a kubeconfig with its token
+// only.
+func roleKubeconfig(t *testing.T, env *cluster.Env, ns, name string, rules []rbacv1.PolicyRule) string {
 	t.Helper()
 	ctx := context.Background()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "oncall"}}
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kick-hold"}, Rules: []rbacv1.PolicyRule{{
-		APIGroups: []string{kickv1alpha1.GroupVersion.Group}, Resources: []string{"kickholds"},
-		Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}}}}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kick-hold"},
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Rules: rules}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa.Name}}}
 	for _, obj := range []client.Object{sa, role, binding} {
@@ -55,10 +64,10 @@ func tenantKubeconfig(t *testing.T, env *cluster.Env, ns string) string {
 	}
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData, CertificateAuthority: env.Config.CAFile}
-	cfg.AuthInfos["oncall"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "oncall", Namespace: ns}
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: name, Namespace: ns}
 	cfg.CurrentContext = "c"
-	path := filepath.Join(t.TempDir(), "tenant-kubeconfig")
+	path := filepath.Join(t.TempDir(), name+"-kubeconfig")
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		t.Fatal(err)
 	}
@@ -99,6 +108,30 @@ func waitHeld(t *testing.T, f *fixture.F, says string, names ...string) {
 			g := kr.Status.Gate
 			if kr.Status.Phase != kickv1alpha1.PhaseWaitingForGate || g == nil || g.Reason != kickv1alpha1.GateHeld || !strings.Contains(g.Message, says) {
 				return false, fmt.Errorf("kickrequest/%s is %s (%+v)", name, kr.Status.Phase, g)
+			}
+		}
+		return true, nil
+	})
+}
+
+// waitHeldEvents waits until the request has a HeldByKickHold Event
+// saying each of says.
+func waitHeldEvents(t *testing.T, f *fixture.F, name string, says ...string) {
+	t.Helper()
+	cluster.Eventually(t, time.Minute, "HeldByKickHold Events of "+name, func() (bool, error) {
+		var list eventsv1.EventList
+		if err := f.Env.Client.List(f.Ctx, &list, client.InNamespace(f.NS)); err != nil {
+			return false, err
+		}
+		var notes []string
+		for _, e := range list.Items {
+			if e.Regarding.Kind == "KickRequest" && e.Regarding.Name == name && e.Reason == "HeldByKickHold" {
+				notes = append(notes, e.Note)
+			}
+		}
+		for _, want := range says {
+			if !slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, want) }) {
+				return false, fmt.Errorf("no HeldByKickHold Event says %s; notes: %q", want, notes)
 			}
 		}
 		return true, nil
@@ -179,6 +212,15 @@ func TestHoldAndRelease(t *testing.T) {
 		t.Fatalf("holding again = %d, want 0 and updated", code)
 	}
 	waitHeld(t, f.F, `"freeze, still"`, "deployment-web-1", "deployment-web-2", "deployment-api")
+	// The request names the hold as the cause of its gate, and its Events
+	// follow the hold: one for the hold of the Secret it started waiting
+	// on, one for the hold of the namespace that took over, one for its
+	// new reason.
+	if kr, err := f.Request("deployment-web-1"); err != nil || kr.Status.Gate.Cause == nil ||
+		*kr.Status.Gate.Cause != (kickv1alpha1.GateCause{APIVersion: "kick.corewire.io/v1alpha1", Kind: "KickHold", Namespace: f.NS, Name: "hold-namespace"}) {
+		t.Fatalf("deployment-web-1's gate cause = %+v (%v), want KickHold %s/hold-namespace", kr.Status.Gate, err, f.NS)
+	}
+	waitHeldEvents(t, f.F, "deployment-web-1", `"INC-42: rotating the DB password"`, `"freeze"`, `"freeze, still"`)
 	for name, want := range map[string]int{"web-1": 1, "web-2": 1, "api": 2} {
 		if n := f.replicaSets(name); n != want {
 			t.Fatalf("held %s has %d ReplicaSets, want %d", name, n, want)

@@ -7,6 +7,8 @@ package pipeline
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -400,14 +402,17 @@ func TestPausedAndScaledToZeroDeployments(t *testing.T) {
 }
 
 // TestSecretsStaySecret: no Secret value or key name reaches the manager's
-// log, events, request or observation status, or metrics; nor does a
-// record's per-key id or value print leave the record.
+// log, events, request or observation status, metrics or timeline; nor
+// does a record's per-key id or value print leave the record. A second
+// change, of a key keyed does not read, puts a marked change (keysUnread)
+// on keyed's timeline, which names no key either.
 func TestSecretsStaySecret(t *testing.T) {
 	// The highest verbosity: client-go logs response bodies from level 8 on.
 	f := fixture.Setup(t, "--zap-log-level=10")
 	const key, value, newValue = "KICK_SENTINEL_KEY_7f3a", "sentinel-value-9c2e41", "sentinel-value-b81d07"
+	const other, otherValue, otherNew = "KICK_SENTINEL_OTHER_2d9e", "sentinel-value-55e0c3", "sentinel-value-e3a9f4"
 	f.Policy("all", selectAll)
-	f.Secret("db", map[string]string{key: value}, nil)
+	f.Secret("db", map[string]string{key: value, other: otherValue}, nil)
 	f.Deployment("web", 1, fixture.PodSpec("db"))
 	// keyed reads the key by name: its decision is made key by key.
 	f.Deployment("keyed", 1, corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
@@ -416,14 +421,16 @@ func TestSecretsStaySecret(t *testing.T) {
 	f.WaitAvailable("web")
 	f.WaitAvailable("keyed")
 	f.WaitObservation("db")
-	f.SetSecret("db", map[string]string{key: newValue})
+	f.SetSecret("db", map[string]string{key: newValue, other: otherValue})
 	kr := f.WaitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 60*time.Second)
 	keyed := f.WaitPhase("deployment-keyed", kickv1alpha1.PhaseSucceeded, 60*time.Second)
+	f.WaitReplicaSets("web", 2)
+	f.SetSecret("db", map[string]string{key: newValue, other: otherNew})
+	f.WaitReplicaSets("web", 3)
 	rec := f.WaitObservation("db")
-	if rec.Spec.Keys == nil || len(rec.Spec.Keys.Entries) != 1 {
-		t.Fatalf("record keys %+v, want one entry", rec.Spec.Keys)
+	if rec.Spec.Keys == nil || len(rec.Spec.Keys.Entries) != 2 {
+		t.Fatalf("record keys %+v, want two entries", rec.Spec.Keys)
 	}
-	entry := rec.Spec.Keys.Entries[0]
 	var events corev1.EventList
 	if err := f.Env.Client.List(f.Ctx, &events, client.InNamespace(f.NS)); err != nil {
 		t.Fatal(err)
@@ -432,20 +439,36 @@ func TestSecretsStaySecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var overview string
+	cluster.Eventually(t, 30*time.Second, "keyed's marked change on the timeline", func() (bool, error) {
+		resp, err := http.Get("http://" + f.Mgr.Timeline() + "/timeline/overview")
+		if err != nil {
+			return false, err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		overview = string(body)
+		return err == nil && strings.Contains(overview, `"keysUnread":true`), fmt.Errorf("overview %d: %.2000s", resp.StatusCode, overview)
+	})
 	places := map[string]string{
 		"manager log":        f.Mgr.Log(),
 		"events":             fmt.Sprintf("%+v", events.Items),
 		"request":            fmt.Sprintf("%+v %+v", kr, keyed),
 		"observation record": fmt.Sprintf("%+v", rec),
 		"metrics":            metrics,
+		"timeline":           overview,
+	}
+	prints := []string{rec.Spec.RelevantFingerprint}
+	for _, e := range rec.Spec.Keys.Entries {
+		prints = append(prints, e.ID, e.Fingerprint)
 	}
 	for where, text := range places {
-		for _, secret := range []string{key, value, newValue} {
+		for _, secret := range []string{key, value, newValue, other, otherValue, otherNew} {
 			if strings.Contains(text, secret) {
 				t.Errorf("%s contains Secret material %q", where, secret)
 			}
 		}
-		for _, print := range []string{entry.ID, entry.Fingerprint, rec.Spec.RelevantFingerprint} {
+		for _, print := range prints {
 			if where != "observation record" && strings.Contains(text, print) {
 				t.Errorf("%s contains the record's key id or print %q", where, print)
 			}

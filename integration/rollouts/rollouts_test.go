@@ -18,12 +18,14 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
@@ -73,7 +75,40 @@ func createRollout(f *fixture.F, name string, replicas int32, spec map[string]an
 	if err := f.Env.Client.Create(f.Ctx, u); err != nil {
 		f.T.Fatalf("create Rollout %s: %v", name, err)
 	}
+	replicaSet(f, name, replicas)
 	settle(f, name)
+}
+
+// podHash is the rollouts-pod-template-hash of every Rollout's one
+// revision here.
+const podHash = "5d4f8c7b9"
+
+// replicaSet plays the Rollouts controller creating the Rollout's
+// ReplicaSet: NAME-<podHash>, labelled with the hash and controlled by the
+// Rollout, whose pods the control plane runs (kwok makes them Ready). The
+// real controller always has one, and KICK reads its status to tell a
+// finished restart; it waits until every replica is available.
+func replicaSet(f *fixture.F, name string, replicas int32) {
+	f.T.Helper()
+	ro := getRollout(f, name)
+	labels := map[string]string{"app": name, rollout.PodTemplateHashLabel: podHash}
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-" + podHash, Labels: labels, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "argoproj.io/v1alpha1", Kind: "Rollout", Name: name, UID: ro.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+		}}},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: fixture.PodSpec()},
+		},
+	}
+	f.Create(rs)
+	cluster.Eventually(f.T, 60*time.Second, "ReplicaSet "+rs.Name+" to have its replicas available", func() (bool, error) {
+		if err := f.Env.Client.Get(f.Ctx, client.ObjectKeyFromObject(rs), rs); err != nil {
+			return false, err
+		}
+		return rs.Status.AvailableReplicas == replicas && rs.Status.ObservedGeneration == rs.Generation, fmt.Errorf("status %+v", rs.Status)
+	})
 }
 
 // template is a pod template consuming the named Secrets through envFrom.
@@ -121,7 +156,7 @@ func settle(f *fixture.F, name string) *rollout.Rollout {
 	status := map[string]any{
 		"observedGeneration": strconv.FormatInt(ro.Generation, 10),
 		"replicas":           replicas, "updatedReplicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas,
-		"currentPodHash": "5d4f8c7b9", "stableRS": "5d4f8c7b9", "phase": "Healthy",
+		"currentPodHash": podHash, "stableRS": podHash, "phase": "Healthy", "message": nil,
 		"restartedAt": nil,
 	}
 	if ro.Spec.RestartAt != nil {
@@ -138,11 +173,17 @@ func settle(f *fixture.F, name string) *rollout.Rollout {
 }
 
 // observe plays the Rollouts controller noticing a spec change it has not
-// acted on yet: it records the generation and leaves everything else.
+// acted on yet: it records the generation and, for a requested restart it
+// has not finished, reports the Rollout Progressing as the real controller
+// does ("rollout is restarting"); it leaves everything else.
 func observe(f *fixture.F, name string) {
 	f.T.Helper()
 	ro := getRollout(f, name)
-	patch := fmt.Sprintf(`{"status":{"observedGeneration":%q}}`, strconv.FormatInt(ro.Generation, 10))
+	phase := ""
+	if ro.Spec.RestartAt != nil && (ro.Status.RestartedAt == nil || !ro.Status.RestartedAt.Equal(ro.Spec.RestartAt)) {
+		phase = `,"phase":"Progressing","message":"rollout is restarting"`
+	}
+	patch := fmt.Sprintf(`{"status":{"observedGeneration":%q%s}}`, strconv.FormatInt(ro.Generation, 10), phase)
 	if err := f.Env.Client.Status().Patch(f.Ctx, ro, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 		f.T.Fatalf("write Rollout status: %v", err)
 	}

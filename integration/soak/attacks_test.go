@@ -21,12 +21,15 @@ import (
 )
 
 // The attacks of issue 32, each a loop at a fixed pace until its context
-// ends. They run with the test's (admin) credentials; what matters here is
-// the load they put on the manager, not who may send it (the attack tests
-// of each fix check that). A failed call is counted, not fatal: under load
-// the API server may refuse some.
+// ends. Those through the API server run as the attacker's and the noisy
+// tenant's ServiceAccounts, each allowed only its own namespace
+// (identities_test.go), so API Priority and Fairness sees them as the
+// tenants they are; those on KICK's own endpoints carry no API
+// credentials. A failed call is counted, not fatal: under load the API
+// server may refuse some.
 type attacks struct {
-	c                     client.Client // a client of its own: its rate limit is not the bystander's
+	c                     client.Client // the attacker's; its rate limit is not the bystander's
+	noisyC                client.Client // the noisy tenant's
 	attacker, noisy, prey string        // namespaces; prey is the bystander's
 	preflight             string        // host:port of the webhook
 	metrics, timeline     string        // base URLs, HTTPS
@@ -80,13 +83,17 @@ func (a *attacks) setup(ctx context.Context) error {
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: a.attacker, Name: "big", Labels: bigLabels(0)}, Data: map[string][]byte{"k": []byte("v")}},
 		deployment(a.attacker, "big-reader", 1, false, envFrom("big")),
 		deployment(a.attacker, "refs", 0, true, optionalRefs(0)),
-		deployment(a.noisy, "noisy", 1, false, nil),
 	}
 	for i := range floodWriters {
 		objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: a.attacker, Name: fmt.Sprintf("flood-%d", i)}})
 	}
+	objs = append(objs, deployment(a.noisy, "noisy", 1, false, nil))
 	for _, o := range objs {
-		if err := a.c.Create(ctx, o); err != nil {
+		c := a.c
+		if o.GetNamespace() == a.noisy {
+			c = a.noisyC
+		}
+		if err := c.Create(ctx, o); err != nil {
 			return fmt.Errorf("create %T %s/%s: %w", o, o.GetNamespace(), o.GetName(), err)
 		}
 	}
@@ -218,7 +225,7 @@ func (a *attacks) noisyEvents(ctx context.Context, wg *sync.WaitGroup) {
 			Reason:         "Noise", Message: fmt.Sprintf("noise %d", i), Type: corev1.EventTypeNormal,
 			Source: corev1.EventSource{Component: "noisy"}, FirstTimestamp: now, LastTimestamp: now, Count: 1,
 		}
-		a.count("noisy events", a.c.Create(ctx, ev))
+		a.count("noisy events", a.noisyC.Create(ctx, ev))
 	})
 }
 

@@ -10,11 +10,18 @@
 // e.g. KICK_SOAK=3m); otherwise its test skips without starting a control
 // plane, so `make test` only compiles and vets it. The lines of figures
 // start with "soak:".
+//
+// Everyone sends as who they would be in a real cluster: the tenants and
+// KICK as ServiceAccounts (identities_test.go), against an API server
+// running API Priority and Fairness (KICK_SOAK_APF=false turns it off;
+// KICK_SOAK_APISERVER_FLAGS adds kube-apiserver flags, e.g. in-flight
+// limits).
 package soak
 
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,11 +58,17 @@ func TestMain(m *testing.M) {
 	// before its client warns.
 	ctrllog.SetLogger(logr.Discard())
 	cluster.Main(m, cluster.TestOptions{
-		KickCRDs:       true,
-		AddToScheme:    []func(*runtime.Scheme) error{kickv1alpha1.AddToScheme},
-		APIServerFlags: flags,
+		KickCRDs:            true,
+		AddToScheme:         []func(*runtime.Scheme) error{kickv1alpha1.AddToScheme},
+		APIServerFlags:      append(flags, strings.Fields(os.Getenv("KICK_SOAK_APISERVER_FLAGS"))...),
+		PriorityAndFairness: priorityAndFairness(),
 	})
 }
+
+// priorityAndFairness: the soak's API server runs API Priority and
+// Fairness, as every real one does, unless KICK_SOAK_APF=false (to
+// compare with the other suites' control plane).
+func priorityAndFairness() bool { return os.Getenv("KICK_SOAK_APF") != "false" }
 
 // soakDuration is the length of each run, from KICK_SOAK.
 func soakDuration() (time.Duration, error) {

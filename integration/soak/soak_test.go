@@ -13,8 +13,11 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kick-operator/kick/integration/cluster"
@@ -49,9 +52,12 @@ func TestHostileTenantSoak(t *testing.T) {
 	// The manager: preflight (answering only the API server's client
 	// certificate), /metrics over HTTPS with token checks, the timeline
 	// off loopback with TLS and token checks; under the memory bound.
+	// It runs as its own ServiceAccount with the chart's RBAC, which
+	// names the webhook configuration and the certificate Secret.
 	addr := cluster.FreeAddr(t)
-	suffix := fmt.Sprintf("%d", time.Now().UnixNano()%1000000)
-	vwcName := "kick-preflight-soak-" + suffix
+	vwcName, certSecret := "kick-preflight", "kick-preflight-tls"
+	ttl := 2*d + time.Hour // the tokens outlive set-up, both runs and the counts
+	managerKubeconfig := managerIdentity(t, env, ttl)
 	fixture.PreflightWebhook(t, env, vwcName, "https://"+addr+"/preflight", prey, attacker)
 	certDir, _ := fixture.ServingCertDir(t, "127.0.0.1", "localhost")
 	_, timelinePort, _ := net.SplitHostPort(cluster.FreeAddr(t))
@@ -59,7 +65,8 @@ func TestHostileTenantSoak(t *testing.T) {
 	// KICK_SOAK_PROFILE=FILE: a 30 s CPU profile of the manager, taken in
 	// the middle of the attacked run, is written to FILE.
 	profile := os.Getenv("KICK_SOAK_PROFILE")
-	var extra []string
+	// A second --kubeconfig overrides the harness's admin one.
+	extra := []string{"--kubeconfig", managerKubeconfig}
 	pprofAddr := ""
 	if profile != "" {
 		pprofAddr = cluster.FreeAddr(t)
@@ -68,7 +75,7 @@ func TestHostileTenantSoak(t *testing.T) {
 	mgr := env.StartManagerBinary(t, bound.wrap(t, cluster.Binary(t, "kick-manager")), fixture.ManagerNamespace, append(extra,
 		"--zap-log-level", "info",
 		"--preflight", "--preflight-bind-address", addr, "--preflight-cert-hosts", "127.0.0.1",
-		"--preflight-cert-secret", "kick-preflight-tls-soak-"+suffix, "--preflight-webhook-configuration", vwcName,
+		"--preflight-cert-secret", certSecret, "--preflight-webhook-configuration", vwcName,
 		"--preflight-client-ca", apiServerPKI.CAFile, "--preflight-client-names", "kube-apiserver",
 		"--metrics-secure", "--timeline-bind-address", ":"+timelinePort, "--timeline-cert-dir", certDir)...)
 	rss := sampleRSS(mgr.Pid(), 200*time.Millisecond)
@@ -79,13 +86,33 @@ func TestHostileTenantSoak(t *testing.T) {
 		return err == nil && len(vwc.Webhooks[0].ClientConfig.CABundle) > 0, err
 	})
 
-	// The bystander and the attackers each get a client of their own, so
-	// no client-side rate limit is shared between them.
+	// The bystander and the attackers are ServiceAccounts of their own
+	// namespaces, each with a client of its own, so no client-side rate
+	// limit is shared between them.
+	byCfg := tenant(t, env, prey, "bystander", bystanderRules, ttl)
+	attCfg := tenant(t, env, attacker, "attacker", attackerRules, ttl)
+	noisyCfg := tenant(t, env, noisy, "noisy", noisyRules, ttl)
 	by := &bystander{ns: prey, gone: mgr.Exited}
-	by.c, by.cs = clients(t, env, 100)
+	by.c, by.cs = clients(t, env, byCfg, 100)
 	att := &attacks{attacker: attacker, noisy: noisy, prey: prey, preflight: addr,
 		metrics: "https://" + mgr.MetricsAddr(), timeline: "https://127.0.0.1:" + timelinePort}
-	att.c, _ = clients(t, env, 1000)
+	att.c, _ = clients(t, env, attCfg, 1000)
+	att.noisyC, _ = clients(t, env, noisyCfg, 1000)
+	mgrCfg, err := clientcmd.BuildConfigFromFlags("", managerKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var identities []string
+	for _, who := range []struct {
+		ns, name string
+		cfg      *rest.Config
+	}{{prey, "bystander", byCfg}, {attacker, "attacker", attCfg}, {noisy, "noisy", noisyCfg}, {fixture.ManagerNamespace, "kick-manager", mgrCfg}} {
+		user := whoAmI(ctx, who.cfg)
+		if !strings.HasPrefix(user, "system:serviceaccount:"+who.ns+":"+who.name+" ") {
+			t.Fatalf("the %s sends as %s, not as its ServiceAccount", who.name, user)
+		}
+		identities = append(identities, who.name+" "+user)
+	}
 	for _, ns := range []string{prey, attacker, noisy} {
 		f := &fixture.F{T: t, Env: env, NS: ns, Ctx: ctx, Mgr: mgr}
 		f.Policy("all", everyWorkload)
@@ -94,6 +121,11 @@ func TestHostileTenantSoak(t *testing.T) {
 	for i := range workloads {
 		f.Secret(fmt.Sprintf("s-%d", i), map[string]string{"password": "start"}, nil)
 		f.Create(deployment(prey, fmt.Sprintf("b-%d", i), 1, false, envFrom(fmt.Sprintf("s-%d", i))))
+	}
+	// The attacker is confined to its namespace: it may not even read the
+	// bystander's Secret.
+	if err := att.c.Get(ctx, client.ObjectKey{Namespace: prey, Name: "s-0"}, &corev1.Secret{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("the attacker read the bystander's Secret (error %v): its Role must grant only its own namespace", err)
 	}
 	for i := range workloads {
 		f.WaitAvailable(fmt.Sprintf("b-%d", i))
@@ -108,6 +140,7 @@ func TestHostileTenantSoak(t *testing.T) {
 	pids := componentPids(env.Cluster.Ports())
 	pids["kick-manager"], pids["test"] = mgr.Pid(), os.Getpid()
 	cpu := cpuTimes(pids)
+	flows := []flowSnapshot{flowControl(ctx, env.Config)}
 	alone, err := by.change(ctx, "alone", d)
 	if err != nil {
 		t.Fatalf("%v (OOM kills: %d, RSS over the limit: %s)", err, bound.oomKills(), mib(rss.overLimit()))
@@ -115,6 +148,7 @@ func TestHostileTenantSoak(t *testing.T) {
 	alone.peakRSS = rss.take()
 	alone.cpu, cpu = since(cpu, cpuTimes(pids)), cpuTimes(pids)
 	alone.load = loadavg()
+	flows = append(flows, flowControl(ctx, env.Config))
 
 	// The attacker's objects are made only now: their 3,000 references
 	// would otherwise keep the manager busy during the run alone.
@@ -144,6 +178,7 @@ func TestHostileTenantSoak(t *testing.T) {
 	attacked.peakRSS = rss.take()
 	attacked.cpu = since(cpu, cpuTimes(pids))
 	attacked.load = loadavg()
+	flows = append(flows, flowControl(ctx, env.Config))
 	hwm, _ := statusKB(mgr.Pid(), "VmHWM:")
 
 	report := func(format string, args ...any) {
@@ -153,6 +188,8 @@ func TestHostileTenantSoak(t *testing.T) {
 	}
 	report("each run %s, %d bystander Deployments, one change every %s", d, workloads, interval)
 	report("memory bound: %s", bound.How)
+	report("API server: Priority and Fairness %s, extra flags %q; identities: %s",
+		map[bool]string{true: "on", false: "off"}[priorityAndFairness()], os.Getenv("KICK_SOAK_APISERVER_FLAGS"), strings.Join(identities, "; "))
 	for _, r := range []run{alone, attacked} {
 		report("%-8s changes %d, restarts %d (lost %d, duplicated %d, no restart within %s: %d), change→restart p50 %s p99 %s, peak RSS %s",
 			r.name, r.changes, r.restarts, r.lost, r.dup, restartDeadline, r.late,
@@ -181,6 +218,17 @@ func TestHostileTenantSoak(t *testing.T) {
 	report("attacked/alone: p50 %.2f×, p99 %.2f× (goal under 2×)", ratio(0.5), ratio(0.99))
 	report("manager peak RSS (VmHWM) %s; cgroup peak %s (with page cache); OOM kills %d", mib(hwm), mib(bound.peak()), bound.oomKills())
 	report("attacks: %s", att.summary())
+	for i, name := range []string{"alone", "attacked"} {
+		if flows[i] == nil || flows[i+1] == nil {
+			continue
+		}
+		for _, line := range flows[i+1].since(flows[i]) {
+			report("%-8s APF %s", name, line)
+		}
+	}
+
+	// KICK runs with the chart's RBAC only: a right it lacks shows here.
+	report("kick-manager log lines saying forbidden: %d", strings.Count(strings.ToLower(mgr.Log()), "forbidden"))
 
 	if mgr.Exited() {
 		t.Errorf("the manager exited during the soak (OOM kills: %d)", bound.oomKills())
@@ -195,11 +243,11 @@ func TestHostileTenantSoak(t *testing.T) {
 	}
 }
 
-// clients are a controller-runtime client and a clientset with a client
-// side rate limit of their own.
-func clients(t *testing.T, env *cluster.Env, qps float32) (client.Client, kubernetes.Interface) {
+// clients are a controller-runtime client and a clientset for the
+// credentials of base, with a client side rate limit of their own.
+func clients(t *testing.T, env *cluster.Env, base *rest.Config, qps float32) (client.Client, kubernetes.Interface) {
 	t.Helper()
-	cfg := rest.CopyConfig(env.Config)
+	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst = qps, int(2*qps)
 	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
 	if err != nil {

@@ -75,7 +75,7 @@ func types(es []entry.Entry) string {
 }
 
 // waitCycle waits until the timeline of web shows a change of Secret db,
-// then (when gated) the schedule gate holding the restart back, then a
+// then (when gated) the hold gate holding the restart back, then a
 // restart, then a completion, and returns it.
 func waitCycle(t *testing.T, addr, ns string, gated bool) timeline.WorkloadTimeline {
 	t.Helper()
@@ -92,7 +92,7 @@ func waitCycle(t *testing.T, addr, ns string, gated bool) timeline.WorkloadTimel
 			switch {
 			case e.Type == entry.Change && e.Source == "Secret db" && change < 0:
 				change = i
-			case e.Type == entry.Gate && e.Stage == "Schedule" && change >= 0 && gate < 0:
+			case e.Type == entry.Gate && e.Stage == "Hold" && change >= 0 && gate < 0:
 				gate = i
 			case e.Type == entry.Restart && restart < 0:
 				restart = i
@@ -110,31 +110,34 @@ func waitCycle(t *testing.T, addr, ns string, gated bool) timeline.WorkloadTimel
 	return tl
 }
 
-// TestSecretChangeOnTheTimeline: a Secret change whose restart a Deny
-// window holds back until the window is lifted, then a ConfigMap change of
-// a workload deployed after that, restarted at once. The JSON API, the overview in headless Chromium
-// (change, gate and restart markers left to right) and kubectl kick
-// timeline all show the cycle; a restarted manager rebuilds it from KICK's
-// objects. The overview's screenshot is the one in
+// TestSecretChangeOnTheTimeline: a Secret change whose restart a person
+// holds with kubectl kick hold until kubectl kick release, then a
+// ConfigMap change of a workload deployed after that, restarted at once.
+// The JSON API, the overview in headless Chromium (change, gate and
+// restart markers left to right) and kubectl kick timeline all show the
+// cycle; a restarted manager rebuilds it from KICK's objects. The
+// overview's screenshot is the one in the README and in
 // docs/operations/timeline.md.
 func TestSecretChangeOnTheTimeline(t *testing.T) {
 	browser.Chromium(t) // fail early without it
 	f := fixture.Setup(t)
-	// A Deny window from a few minutes ago for two hours: KICK holds
-	// restarts back until the schedule is lifted below.
-	start := time.Now().UTC().Add(-5 * time.Minute).Truncate(time.Minute)
-	f.Policy("all", fmt.Sprintf(`%s
-schedule:
-  windows:
-  - {type: Deny, cron: "%d %d * * *", duration: 2h}
-`, selectAll, start.Minute(), start.Hour()))
+	f.Policy("all", selectAll)
 	f.WebWithSecret()
+	kick := func(args ...string) {
+		t.Helper()
+		args = append(args, "-n", f.NS, "--kubeconfig", f.Env.Cluster.Kubeconfig)
+		if out, err := exec.Command(cluster.Binary(t, "kubectl-kick"), args...).CombinedOutput(); err != nil {
+			t.Fatalf("kubectl kick %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	// An incident: on-call freezes the propagation of db before it changes.
+	kick("hold", "secret/db", "--reason", "INC-4711: database failover in progress")
 	f.SetSecret("db", map[string]string{"password": "bravo"})
 	f.WaitPhase("deployment-web", kickv1alpha1.PhaseWaitingForGate, 60*time.Second)
 	// Pacing only, so the wait is wide enough to read on the screenshot;
 	// the test waits on phases, not on this.
 	time.Sleep(4 * time.Second)
-	f.PatchPolicy("all", `{"spec":{"schedule":null}}`)
+	kick("release", "secret/db")
 	f.WaitPhase("deployment-web", kickv1alpha1.PhaseSucceeded, 90*time.Second)
 	f.ConfigMap("settings", map[string]string{"mode": "a"})
 	f.Deployment("worker", 1, corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox",
@@ -192,7 +195,7 @@ schedule:
 
 // browse opens the overview of the namespace's entries (from a second
 // before the first to a second after the last) in headless Chromium, waits
-// for web's lane with its change, gate and restart markers, checks they
+// for web's lane with its change, hold and restart markers, checks they
 // are drawn left to right with a waiting band, opens the workload's detail
 // and saves screenshots.
 func browse(t *testing.T, addr, ns string) {
@@ -224,7 +227,7 @@ func browse(t *testing.T, addr, ns string) {
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(fmt.Sprintf("http://%s/timeline/ui?%s", addr, span.Encode())),
 		chromedp.WaitVisible(chromedp.CSS(lane+` [data-type="restart"]`)),
-		chromedp.WaitVisible(chromedp.CSS(lane+` [data-type="gate"]`)),
+		chromedp.WaitVisible(chromedp.CSS(lane+` [data-type="gate"][data-mark="hold"]`)),
 		chromedp.WaitVisible(chromedp.CSS(lane+` [data-type="change"]`)),
 	); err != nil {
 		fail("web's lane with change, gate and restart markers", err)

@@ -474,3 +474,55 @@ func TestCurrentRequest(t *testing.T) {
 		t.Error("no requests, yet a current one")
 	}
 }
+
+// The wave stage names what holds the restart (source, change, earlier
+// wave, step), so the manager can wake together the requests held alike.
+func TestWaveHoldNamesTheGroup(t *testing.T) {
+	rolling := baseFacts()
+	waved(&rolling, 0)
+	rolling.Waves.Earlier["Secret/db"][0].Complete = false
+	baking := baseFacts()
+	waved(&baking, 5*time.Minute)
+	var holds []*WaveHold
+	for _, f := range []Facts{rolling, baking} {
+		r, ok := Assess(f).Gate.StageResult(StageWave)
+		if !ok || r.Open || r.Wave == nil {
+			t.Fatalf("wave stage %+v, want held with a WaveHold", r)
+		}
+		holds = append(holds, r.Wave)
+	}
+	if h := holds[0]; h.Source != "Secret/db" || h.Wave != 0 || h.Baking || h.Change.IsZero() {
+		t.Errorf("rolling out: %+v", h)
+	}
+	if h := holds[1]; h.Source != "Secret/db" || h.Wave != 0 || !h.Baking || !h.Change.Equal(holds[0].Change) {
+		t.Errorf("baking: %+v", h)
+	}
+	done := baseFacts()
+	waved(&done, 0)
+	if r, _ := Assess(done).Gate.StageResult(StageWave); !r.Open || r.Wave != nil {
+		t.Errorf("every earlier wave done: %+v", r)
+	}
+}
+
+// A canary that dropped out of availability during the bake and came back
+// starts the bake again from its return, even when no look saw it out.
+func TestBakeRestartsWhenAMemberCameBack(t *testing.T) {
+	f := baseFacts()
+	waved(&f, 5*time.Minute) // completed at t0+8m: baked until t0+13m
+	f.Now = t0.Add(12 * time.Minute)
+	f.Waves.Earlier["Secret/db"][0].AvailableSince = t0.Add(11 * time.Minute)
+	a := Assess(f)
+	if want := t0.Add(16 * time.Minute); a.Gate.Stage != StageWave || !a.Gate.Until.Equal(want) {
+		t.Errorf("stage %s until %s, want the wave stage until %s (5m from the return)", a.Gate.Stage, a.Gate.Until, want)
+	}
+	f.Waves.Earlier["Secret/db"][0].AvailableSince = t0 // available all along
+	if a := Assess(f); !a.Gate.Until.Equal(t0.Add(13 * time.Minute)) {
+		t.Errorf("until %s, want %s", a.Gate.Until, t0.Add(13*time.Minute))
+	}
+	// A hostile tenant writes its Deployment's Available condition a year
+	// ahead: the bake counts from now at the latest, never from then.
+	f.Waves.Earlier["Secret/db"][0].AvailableSince = f.Now.AddDate(1, 0, 0)
+	if a, want := Assess(f), f.Now.Add(5*time.Minute); !a.Gate.Until.Equal(want) {
+		t.Errorf("forged future availability: until %s, want %s (5m from now)", a.Gate.Until, want)
+	}
+}

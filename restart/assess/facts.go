@@ -71,6 +71,8 @@ type Halt struct {
 	Change time.Time
 	// Workload names the workload whose rollout failed ("Deployment api").
 	Workload string
+	// Failed is the workload whose rollout failed.
+	Failed kickv1alpha1.GateCause
 	// Request is the failed KickRequest's name; Reason why it failed.
 	Request string
 	Reason  string
@@ -135,7 +137,9 @@ func HaltsOf(requests []kickv1alpha1.KickRequest) []Halt {
 			continue
 		}
 		h := Halt{Source: kr.Status.RestartedFor.String(), Change: kr.Status.RestartedFor.ChangedAt.Time,
-			Workload: string(kr.Spec.TargetRef.Kind) + " " + kr.Namespace + "/" + kr.Spec.TargetRef.Name, Request: kr.Name}
+			Workload: string(kr.Spec.TargetRef.Kind) + " " + kr.Namespace + "/" + kr.Spec.TargetRef.Name, Request: kr.Name,
+			Failed: kickv1alpha1.GateCause{APIVersion: targetAPIVersion(kr.Spec.TargetRef),
+				Kind: string(kr.Spec.TargetRef.Kind), Namespace: kr.Namespace, Name: kr.Spec.TargetRef.Name}}
 		for _, c := range kr.Status.Conditions {
 			if c.Type == kickv1alpha1.ConditionCompleted {
 				h.Reason = c.Reason
@@ -144,4 +148,12 @@ func HaltsOf(requests []kickv1alpha1.KickRequest) []Halt {
 		out = append(out, h)
 	}
 	return out
+}
+
+// targetAPIVersion is the API version of a target, apps/v1 when unset.
+func targetAPIVersion(t kickv1alpha1.TargetRef) string {
+	if t.APIVersion == "" {
+		return kickv1alpha1.DefaultTargetAPIVersion
+	}
+	return t.APIVersion
 }

@@ -46,6 +46,11 @@ type StageResult struct {
 	DenyWindow bool
 	// Held is the KickHold that holds the hold stage closed, if one does.
 	Held *Hold
+	// Cause is the object that holds the stage closed, when the stage
+	// names one: the KickHold (Hold), the failed workload (Halt).
+	Cause *kickv1alpha1.GateCause
+	// Wave is what holds the wave stage closed, when an earlier wave does.
+	Wave *WaveHold
 }
 
 // Gate is the gate's answer: the first stage that holds the restart back,
@@ -64,6 +69,8 @@ type Gate struct {
 	Until time.Time
 	// DryRun is set when the policy only reports what it would do.
 	DryRun bool
+	// Cause is the closed stage's cause, if it names one.
+	Cause *kickv1alpha1.GateCause
 	// Provider and Owner come from the GitOps decision, when it was made.
 	Provider kickv1alpha1.GitOpsProvider
 	Owner    *kickv1alpha1.GitOpsOwner
@@ -73,7 +80,7 @@ type Gate struct {
 // Decision is the gate as the GitOps decision type the request status is
 // written from.
 func (g Gate) Decision() gitops.Decision {
-	return gitops.Decision{Reason: g.Reason, Message: g.Message, RequeueAt: g.Until, Provider: g.Provider, Owner: g.Owner}
+	return gitops.Decision{Reason: g.Reason, Message: g.Message, RequeueAt: g.Until, Provider: g.Provider, Owner: g.Owner, Cause: g.Cause}
 }
 
 // Stage returns the answer of one stage; false when it was not evaluated.
@@ -110,12 +117,12 @@ func evaluateGate(f Facts, p *kickv1alpha1.KickPolicy, latest freshness.Change, 
 
 // settle records the stages' answers and which one holds the restart.
 func (g Gate) settle(stages []StageResult) Gate {
-	g.Allowed, g.Stage, g.Reason, g.Message, g.Until = true, "", kickv1alpha1.GateAllowed, "", time.Time{}
+	g.Allowed, g.Stage, g.Reason, g.Message, g.Until, g.Cause = true, "", kickv1alpha1.GateAllowed, "", time.Time{}, nil
 	for _, s := range stages {
 		if s.Open || !g.Allowed {
 			continue
 		}
-		g.Allowed, g.Stage, g.Reason, g.Message, g.Until = false, s.Stage, s.Reason, s.Message, s.Next
+		g.Allowed, g.Stage, g.Reason, g.Message, g.Until, g.Cause = false, s.Stage, s.Reason, s.Message, s.Next, s.Cause
 	}
 	g.Stages = stages
 	if g.Allowed {
@@ -250,7 +257,8 @@ func haltStage(f Facts, deps []DependencyResult) StageResult {
 				d.Change.Latest.After(h.Change) || !freshness.Newer(d.Change, f.Rollout.Since) {
 				continue
 			}
-			return StageResult{Stage: StageHalt, Reason: kickv1alpha1.GateRolloutHalted,
+			failed := h.Failed
+			return StageResult{Stage: StageHalt, Reason: kickv1alpha1.GateRolloutHalted, Cause: &failed,
 				Message: fmt.Sprintf("%s: halted after %s failed its rollout (%s) with the change of %s; a new change of %s ends the halt, or release it with: kubectl annotate kickrequest %s %s=true",
 					h.Source, h.Workload, h.Reason, formatTime(h.Change), h.Source, h.Request, kickv1alpha1.ReleaseHaltAnnotation)}
 		}

@@ -40,6 +40,11 @@ func HoldsOf(holds []kickv1alpha1.KickHold) []Hold {
 	return out
 }
 
+// Cause names the hold as the object that holds a restart of namespace.
+func (h Hold) Cause(namespace string) *kickv1alpha1.GateCause {
+	return &kickv1alpha1.GateCause{APIVersion: kickv1alpha1.GroupVersion.String(), Kind: "KickHold", Namespace: namespace, Name: h.Name}
+}
+
 // activeAt reports whether the hold freezes restarts at now.
 func (h Hold) activeAt(now time.Time) bool { return h.ExpiresAt.IsZero() || now.Before(h.ExpiresAt) }
 
@@ -91,7 +96,7 @@ func holdStage(f Facts, latest freshness.Change, deps []DependencyResult) StageR
 		// not name its source yet: wait for its record before letting it
 		// pass a hold of a source the workload consumes.
 		if lag := unrecorded(f, latest, pendingSources(f, deps)); !lag.IsZero() {
-			return StageResult{Stage: StageHold, Reason: kickv1alpha1.GateHeld, Next: lag,
+			return StageResult{Stage: StageHold, Reason: kickv1alpha1.GateHeld, Next: lag, Cause: sourceHold.Cause(f.Target.Namespace),
 				Message: fmt.Sprintf("KickHold %s holds %s, which this workload consumes: waiting until %s for the record of the change at %s, to see whether it is a change of %s",
 					sourceHold.Name, sourceHold.Target, formatTime(lag), formatTime(latest.Latest), sourceHold.Target)}
 		}
@@ -101,7 +106,7 @@ func holdStage(f Facts, latest freshness.Change, deps []DependencyResult) StageR
 
 // held is the hold stage's answer for a restart that hold h freezes.
 func held(f Facts, h Hold, what string) StageResult {
-	r := StageResult{Stage: StageHold, Reason: kickv1alpha1.GateHeld, Next: h.ExpiresAt, Held: &h,
+	r := StageResult{Stage: StageHold, Reason: kickv1alpha1.GateHeld, Next: h.ExpiresAt, Held: &h, Cause: h.Cause(f.Target.Namespace),
 		Message: fmt.Sprintf("held by KickHold %s (%s): %q; it holds %s until it is released (%s)",
 			h.Name, h.Target, h.Reason, what, h.ReleaseCommand(f.Target.Namespace))}
 	if !h.ExpiresAt.IsZero() {

@@ -34,9 +34,14 @@ type WaveMember struct {
 	Complete bool
 	Status   string
 	// CompletedAt is when the member's running rollout was last seen to
-	// complete (its KickRequest's completion), zero when unknown: the bake
-	// counts from the later of it and Since.
+	// complete (its KickRequest's completion), zero when unknown.
 	CompletedAt time.Time
+	// AvailableSince is when the member last became available (a
+	// Deployment's Available condition), zero when unknown. The bake
+	// counts from the latest of Since, CompletedAt and AvailableSince: a
+	// member that drops out of availability during the bake starts it
+	// again, even when it is back before anyone looks.
+	AvailableSince time.Time
 	// Released is set when the member's restart failed its rollout and a
 	// person released the halt: the waves after it go on without it.
 	Released bool
@@ -58,6 +63,22 @@ func EarlierWave(p *kickv1alpha1.KickPolicy, policies []kickv1alpha1.KickPolicy,
 		return 0, false
 	}
 	return j, true
+}
+
+// WaveHold names what a restart held by an earlier wave waits for: the
+// requests that wait for the same thing (the same change of the same
+// source, the same earlier wave, the same step) are freed by the same
+// event, so the manager wakes them together.
+type WaveHold struct {
+	// Source is "Kind/name" of the changed source.
+	Source string
+	// Change is the change of Source the earlier wave has to carry.
+	Change time.Time
+	// Wave is the index of the earlier wave in the policy.
+	Wave int
+	// Baking is set when the earlier wave has rolled out and bakes; the
+	// stage's Next is then the bake's end.
+	Baking bool
 }
 
 // wavePending is what holds a workload's wave back.
@@ -103,17 +124,20 @@ func waveStage(f Facts, p *kickv1alpha1.KickPolicy, latest freshness.Change, dep
 			Message: fmt.Sprintf("%s: decided by the manager from its caches", name)}
 	}
 	var hold *wavePending
-	var holdSource string
+	var held DependencyResult
 	for _, d := range pending {
 		w := judgeWaves(f, p, d, f.Waves.Earlier[d.Kind+"/"+d.Name])
 		if w != nil && (hold == nil || w.wave < hold.wave) {
-			hold, holdSource = w, d.Kind+"/"+d.Name
+			hold, held = w, d
 		}
 	}
 	if hold == nil {
 		return open(StageWave, fmt.Sprintf("%s: every earlier wave has rolled out the change", name))
 	}
-	return hold.result(p, name, holdSource)
+	r := hold.result(p, name, held.Kind+"/"+held.Name)
+	r.Wave = &WaveHold{Source: held.Kind + "/" + held.Name, Change: held.Change.Latest, Wave: hold.wave,
+		Baking: len(hold.notYet) == 0 && len(hold.rolling) == 0}
+	return r
 }
 
 // RecordLag is how long the wave stage waits for the observation record
@@ -193,9 +217,17 @@ func judgeWaves(f Facts, p *kickv1alpha1.KickPolicy, d DependencyResult, members
 		case !m.Complete:
 			w.rolling = append(w.rolling, m.Workload+" ("+m.Status+")")
 		default:
-			from := m.Since
-			if m.CompletedAt.After(from) {
-				from = m.CompletedAt
+			// The moments come from workload and request status, which a
+			// tenant can write: none counts later than now, so a forged
+			// future time can stretch a bake by its length at most.
+			var from time.Time
+			for _, t := range []time.Time{m.Since, m.CompletedAt, m.AvailableSince} {
+				if t.After(f.Now) {
+					t = f.Now
+				}
+				if t.After(from) {
+					from = t
+				}
 			}
 			if until := from.Add(p.Spec.WaveBake(m.Wave)); f.Now.Before(until) {
 				w.baking++

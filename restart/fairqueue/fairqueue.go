@@ -2,9 +2,12 @@
 // namespaces: the next item handed to a worker comes from the namespace
 // after the last one served, so a namespace that queued thousands of items
 // delays another namespace's item by at most one of its own (per worker
-// busy). Everything else (no duplicates, an item added while it is being
-// processed coming back after Done, delays, rate limits, the workqueue_*
-// metrics) is client-go's work queue, with this order as its storage.
+// busy). New is a plain rate-limited queue (the observer's); NewPriority
+// is a controller-runtime priority queue that takes turns within each
+// priority and bounds what one namespace may queue (the KickRequest
+// controller's). In both, no duplicates, an item added while it is being
+// processed coming back after Done, and the workqueue_* metrics are
+// client-go's work queue, with the turns as its storage.
 package fairqueue
 
 import (

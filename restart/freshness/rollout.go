@@ -43,6 +43,9 @@ type Rollout struct {
 	// ReplicaSet is the name of a Deployment's current ReplicaSet, when
 	// exactly one matches its template.
 	ReplicaSet string
+	// Recheck, when not zero, is how soon a rollout that is not complete
+	// becomes complete unless its workload changes (no event announces it).
+	Recheck time.Duration
 }
 
 // Reasons reported in Rollout.Reason.

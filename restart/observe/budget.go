@@ -50,6 +50,16 @@ type bucket struct {
 // at most maxDeferral ahead. A namespace starts with burst tokens and gains rate per second,
 // up to burst.
 func (b *namespaceBudget) take(namespace string, now time.Time, rate float64, burst int) time.Duration {
+	return b.ask(namespace, now, rate, burst, true)
+}
+
+// wait is take without spending: 0 when namespace has a token now (which it keeps), else when
+// to ask again, a slot reserved as take reserves it.
+func (b *namespaceBudget) wait(namespace string, now time.Time, rate float64, burst int) time.Duration {
+	return b.ask(namespace, now, rate, burst, false)
+}
+
+func (b *namespaceBudget) ask(namespace string, now time.Time, rate float64, burst int, spend bool) time.Duration {
 	if rate <= 0 {
 		rate = DefaultFetchRate
 	}
@@ -74,7 +84,9 @@ func (b *namespaceBudget) take(namespace string, now time.Time, rate float64, bu
 		k.at = now
 	}
 	if k.tokens >= 1 {
-		k.tokens--
+		if spend {
+			k.tokens--
+		}
 		return 0
 	}
 	slot := now.Add(time.Duration((1 - k.tokens) / rate * float64(time.Second)))

@@ -167,12 +167,17 @@ func (r *SourceReconciler) reconcileSource(ctx context.Context, kind sourceKind,
 			// Not cached: maybe gone, maybe a source nothing followed until a
 			// workload started consuming it. In that case the cache holds it now.
 			// Only a source a managed workload consumes (or with a record) is read,
-			// and the read is charged to its namespace.
+			// and the read is charged to its namespace. The budget is asked first
+			// (without spending): a name sent back for want of it is judged once,
+			// when its read can be made, not also on each arrival before.
+			if wait := r.fetches.wait(key.Namespace, r.now(), r.FetchRate, r.FetchBurst); wait > 0 {
+				return outcome{skipped: "Deferred", retryAfter: wait}, nil
+			}
 			if !r.followed(kind.name, stub(kind.name, key)) {
 				return outcome{skipped: "Unconsumed"}, nil
 			}
 			if wait := r.fetches.take(key.Namespace, r.now(), r.FetchRate, r.FetchBurst); wait > 0 {
-				return outcome{skipped: "Deferred", retryAfter: wait}, nil
+				return outcome{skipped: "Deferred", retryAfter: wait}, nil // another worker took the token
 			}
 			found, err := r.sourceCache.Fetch(ctx, r.Live, kind.name, key)
 			if errors.Is(err, errFollowLimit) {
@@ -337,7 +342,7 @@ func (r *SourceReconciler) observed(ctx context.Context, kind sourceKind, src cl
 		ResourceVersion: src.GetResourceVersion(),
 	}
 	if current != nil && o.ResourceVersion != "" && current.Spec.LastSeenResourceVersion == o.ResourceVersion &&
-		current.Spec.FingerprintKeyID == o.KeyID && current.Spec.Keys != nil {
+		current.Spec.FingerprintKeyID == o.KeyID && currentKeys(current) {
 		o.Fingerprint = current.Spec.RelevantFingerprint
 		return o, "", nil
 	}

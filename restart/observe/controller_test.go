@@ -56,7 +56,7 @@ func (p *recorder) take() []router.SourceChanged {
 // ConfigMap read through it would start a typed informer holding every one of them.
 type cachedClient struct {
 	client.Client
-	t *testing.T
+	t testing.TB
 	// seen is when the cache received a source's current version (the real cache's
 	// TransformSourceMetadata stamps it).
 	seen func() time.Time
@@ -100,7 +100,7 @@ func (l *liveReader) take() []string {
 }
 
 type fixture struct {
-	t    *testing.T
+	t    testing.TB
 	c    client.Client
 	live *liveReader
 	pub  *recorder
@@ -111,7 +111,7 @@ type fixture struct {
 	scope map[string]bool // workload name -> managed
 }
 
-func newFixture(t *testing.T, key []byte, objs ...client.Object) *fixture {
+func newFixture(t testing.TB, key []byte, objs ...client.Object) *fixture {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, kickv1alpha1.AddToScheme} {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -226,4 +227,70 @@ func TestUnmanagedWorkloadsNamesStayOutOfTheQueue(t *testing.T) {
 	if n := q.Len(); n != 5000 {
 		t.Errorf("a workload that became managed put %d names in the queue, want 5000", n)
 	}
+}
+
+// TestRenamedNamesAreJudgedOnce plays the soak's rename attack: a managed workload names 1,000
+// Secrets nobody created, more than its namespace may read at once, so most reads are sent back
+// (some more than once: at most 10 s ahead). Each name is judged for being followed once, when
+// its read can be made, not also on each arrival before it.
+func TestRenamedNamesAreJudgedOnce(t *testing.T) {
+	const refs = 1000
+	if checks := renamedNames(t, refs); checks != refs {
+		t.Errorf("%d names were judged %d times, want once each", refs, checks)
+	}
+}
+
+// BenchmarkRenamedNames: the attack of TestRenamedNamesAreJudgedOnce with the soak's 3,000
+// names; checks/name is how many times each name was judged.
+func BenchmarkRenamedNames(b *testing.B) {
+	const refs = 3000
+	var checks int
+	for b.Loop() {
+		checks = renamedNames(b, refs)
+	}
+	b.ReportMetric(float64(checks)/refs, "checks/name")
+}
+
+// renamedNames reconciles the refs names a managed workload references, none of which exists,
+// each when it arrives and again whenever its deferred read comes back (at the time it was
+// sent back to, in simulated time), until all were read; it returns how many times a name was
+// judged for being followed (each judgement asks IsManaged of the workload).
+func renamedNames(tb testing.TB, refs int) (checks int) {
+	f := newFixture(tb, testKey)
+	f.withIndex(manyRefs("ns", "flood", "r", refs))
+	isManaged := f.r.IsManaged
+	f.r.IsManaged = func(ctx context.Context, w client.Object) (bool, func(map[string]string) bool) {
+		checks++
+		return isManaged(ctx, w)
+	}
+	f.withSourceCache()
+	type due struct {
+		at   time.Time
+		name string
+	}
+	var queue []due
+	for i := range refs {
+		queue = append(queue, due{f.now, fmt.Sprintf("r-%05d", i)})
+	}
+	for len(queue) > 0 {
+		next := queue[0]
+		queue = queue[1:]
+		if next.at.After(f.now) {
+			f.now = next.at
+		}
+		out := f.reconcileIn("ns", next.name)
+		if out.skipped != "Deferred" {
+			continue
+		}
+		at := f.now.Add(out.retryAfter)
+		i, _ := slices.BinarySearchFunc(queue, at, func(d due, t time.Time) int { return d.at.Compare(t) })
+		for i < len(queue) && !queue[i].at.After(at) {
+			i++
+		}
+		queue = slices.Insert(queue, i, due{at, next.name})
+	}
+	if reads := len(f.live.take()); reads != refs {
+		tb.Errorf("%d of the %d names were read", reads, refs)
+	}
+	return checks
 }

@@ -15,13 +15,19 @@ import (
 )
 
 // WithKeys upgrades a classification: content that did not change, under
-// a record without any per-key history (written before KICK kept one),
-// gets one now, quietly.
+// a record without any per-key history (written before KICK kept one) or
+// with its entries in an older order, gets a current one now, quietly.
 func WithKeys(c Class, rec *kickv1alpha1.SourceObservation, o Observed) Class {
-	if (c == NoChange || c == MetaOnly) && rec != nil && rec.Spec.Keys == nil && o.Keys != nil {
+	if (c == NoChange || c == MetaOnly) && rec != nil && !currentKeys(rec) && o.Keys != nil {
 		return Upgrade
 	}
 	return c
+}
+
+// currentKeys reports whether a record's per-key history is in the current
+// shape: present, with its entries in the order of SortKeyNames.
+func currentKeys(rec *kickv1alpha1.SourceObservation) bool {
+	return rec.Spec.Keys != nil && rec.Spec.Keys.Order == kickv1alpha1.KeyOrderNameSHA256
 }
 
 // nextKeys is the per-key history after an observation of class, with the
@@ -36,7 +42,7 @@ func WithKeys(c Class, rec *kickv1alpha1.SourceObservation, o Observed) Class {
 // change: the same moment a whole-object comparison would use, so the
 // upgrade neither restarts anything nor hides a change.
 func nextKeys(prev *kickv1alpha1.SourceObservationSpec, class Class, keys *KeyPrints, spec *kickv1alpha1.SourceObservationSpec) *kickv1alpha1.KeyHistory {
-	h := &kickv1alpha1.KeyHistory{Count: int32(keys.Count)}
+	h := &kickv1alpha1.KeyHistory{Count: int32(keys.Count), Order: kickv1alpha1.KeyOrderNameSHA256}
 	if keys.Count > kickv1alpha1.MaxKeyEntries {
 		return h // remembered as a whole
 	}

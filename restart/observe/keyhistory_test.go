@@ -3,6 +3,8 @@ package observe
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -230,6 +232,56 @@ func BenchmarkKeyRecords(b *testing.B) {
 	b.ReportMetric(float64(size)*secrets/1e6, "MB/10k-secrets")
 }
 
+// BenchmarkKeyRecordsInCache measures what the manager holds for 10,000
+// Secrets of 20 keys each: their records as its informer keeps them
+// (decoded from the API server's JSON, one of the 20 keys changed), in
+// heap bytes per record and per key and in MB for all 10,000, next to
+// the same records without spec.keys. The Secrets themselves are cached
+// as metadata only (their keys cost the manager nothing there).
+func BenchmarkKeyRecordsInCache(b *testing.B) {
+	f := NewFingerprinter(testKey)
+	const secrets, keys = 10000, 20
+	data := map[string]string{}
+	for k := range keys {
+		data[fmt.Sprintf("APP_SETTING_%02d", k)] = strings.Repeat("v", 32)
+	}
+	now := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	s := keySecret(data)
+	_, base := observeSecret(f, nil, s, "1", now)
+	s.Data["APP_SETTING_07"] = []byte("changed")
+	_, spec := observeSecret(f, &base, s, "2", now.Add(time.Second))
+	rec := kickv1alpha1.SourceObservation{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "secret-db", UID: "0b5c7a4e-9d1f-4c51-8f0e-3f0d2c1b6a77",
+		ResourceVersion: "123456", CreationTimestamp: metav1.NewTime(now),
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Secret", Name: "db", UID: "u1"}}}, Spec: spec}
+	withKeys, _ := json.Marshal(rec)
+	rec.Spec.Keys = nil
+	without, _ := json.Marshal(rec)
+	heap := func(raw []byte) float64 {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		cache := make([]*kickv1alpha1.SourceObservation, secrets)
+		for i := range cache {
+			cache[i] = &kickv1alpha1.SourceObservation{}
+			if err := json.Unmarshal(raw, cache[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(cache)
+		return float64(after.HeapAlloc-before.HeapAlloc) / secrets
+	}
+	var perRecord, perRecordWithout float64
+	for b.Loop() {
+		perRecord, perRecordWithout = heap(withKeys), heap(without)
+	}
+	b.ReportMetric(float64(len(withKeys)), "json-bytes/record")
+	b.ReportMetric(perRecord, "heap-bytes/record")
+	b.ReportMetric((perRecord-perRecordWithout)/keys, "heap-bytes/key")
+	b.ReportMetric(perRecord*secrets/1e6, "heap-MB/10k-secrets")
+}
+
 // The preflight's preview dates exactly the keys the write changes against
 // the object it replaces, whatever prints the stored record holds: a dry
 // run must not tell whether a guessed value is the stored one.
@@ -256,5 +308,57 @@ func TestPreviewPrevComparesWithTheReplacedObject(t *testing.T) {
 	}
 	if f.PreviewPrev(&stored, nil) != &stored {
 		t.Error("a create (no replaced object) changed the stored record")
+	}
+}
+
+// Entries are in the order of kickv1alpha1.SortKeyNames, so whoever reads
+// the Secret can find a key's entry; a record of the first key-level
+// manager (entries in the order of their ids, no order named) is put in
+// that order quietly, each key keeping its change time.
+func TestEntriesInNameDigestOrder(t *testing.T) {
+	f := NewFingerprinter(testKey)
+	t0 := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	data := map[string]string{}
+	for i := range 12 {
+		data[fmt.Sprintf("KEY_%02d", i)] = "v"
+	}
+	_, base := observeSecret(f, nil, keySecret(data), "1", t0)
+	data["KEY_03"] = "changed"
+	_, rel := observeSecret(f, &base, keySecret(data), "2", t0.Add(time.Hour))
+	names := make([]string, 0, len(data))
+	for k := range data {
+		names = append(names, k)
+	}
+	kickv1alpha1.SortKeyNames(names)
+	if rel.Keys.Order != kickv1alpha1.KeyOrderNameSHA256 || !rel.Keys.Ordered() {
+		t.Fatalf("order %q", rel.Keys.Order)
+	}
+	for i, name := range names {
+		if got, want := rel.Keys.Entries[i].ID, f.KeyName("shop", "Secret", "db", name); got != want {
+			t.Fatalf("entry %d is not key %s", i, name)
+		}
+	}
+
+	// The first key-level manager's shape: entries by id, no order.
+	old := rel.DeepCopy()
+	old.Keys.Order = ""
+	slices.SortFunc(old.Keys.Entries, func(a, b kickv1alpha1.KeyObservation) int { return strings.Compare(a.ID, b.ID) })
+	c, up := observeSecret(f, old, keySecret(data), "2", t0.Add(2*time.Hour))
+	if c != Upgrade || c.Published() {
+		t.Fatalf("class %s, want a quiet Upgrade", c)
+	}
+	if !up.Keys.Ordered() || !up.LastRelevantChangeTime.Equal(rel.LastRelevantChangeTime.Time) {
+		t.Fatalf("upgraded keys %+v", up.Keys)
+	}
+	for i, name := range names {
+		if up.Keys.Entries[i].ID != rel.Keys.Entries[i].ID {
+			t.Fatalf("entry %d is not key %s after the upgrade", i, name)
+		}
+		if fmt.Sprint(up.Keys.Entries[i].Changed) != fmt.Sprint(rel.Keys.Entries[i].Changed) {
+			t.Errorf("key %s: changed %v after the upgrade, was %v", name, up.Keys.Entries[i].Changed, rel.Keys.Entries[i].Changed)
+		}
+	}
+	if c, _ := observeSecret(f, &up, keySecret(data), "2", t0.Add(3*time.Hour)); c != NoChange {
+		t.Errorf("an ordered record observed again: %s, want NoChange", c)
 	}
 }

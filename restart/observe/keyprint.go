@@ -4,8 +4,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,8 +27,8 @@ const (
 type KeyPrints struct {
 	// Count is how many keys the source holds.
 	Count int
-	// Entries are the keys in the order of their ids (which says nothing
-	// about their names), without change times; nil when Count exceeds
+	// Entries are the keys in the order of kickv1alpha1.SortKeyNames,
+	// without change times; nil when Count exceeds
 	// kickv1alpha1.MaxKeyEntries.
 	Entries []kickv1alpha1.KeyObservation
 }
@@ -84,7 +82,7 @@ func (f *Fingerprinter) keyPrints(kind string, m *metav1.ObjectMeta, binary map[
 	for k := range text {
 		names = append(names, k)
 	}
-	slices.Sort(names)
+	kickv1alpha1.SortKeyNames(names)
 	out.Entries = make([]kickv1alpha1.KeyObservation, 0, n)
 	for _, k := range names {
 		w := &fpWriter{h: hmac.New(sha256.New, f.key)}
@@ -103,7 +101,6 @@ func (f *Fingerprinter) keyPrints(kind string, m *metav1.ObjectMeta, binary map[
 			ID: f.KeyName(m.Namespace, kind, m.Name, k), Fingerprint: w.short(),
 		})
 	}
-	slices.SortFunc(out.Entries, func(a, b kickv1alpha1.KeyObservation) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }
 

@@ -25,6 +25,9 @@ func (r *Reconciler) announce(ctx context.Context, orig, kr *kickv1alpha1.KickRe
 	r.record(kr, s.notice)
 	r.announceGate(ctx, orig, kr, s)
 	if from == to && !s.reopened {
+		if s.rewaited {
+			r.record(kr, s.event)
+		}
 		return
 	}
 	if !s.unannounced(orig) {
@@ -69,7 +72,7 @@ func (r *Reconciler) announceGate(ctx context.Context, orig, kr *kickv1alpha1.Ki
 	}
 	prev := orig.Status.Gate
 	wasBlocked := prev != nil && prev.Reason != "" && prev.Reason.Blocks()
-	if prev != nil && prev.Reason == g.Reason && prev.Stage == g.Stage && prev.Message == g.Message && timesEqual(prev.RequeueAt, g.RequeueAt) {
+	if prev != nil && sameDecision(prev, g) {
 		// The same decision as before. (Not judged by lastEvaluated: the
 		// status write returns it cut to the second.)
 		return
@@ -154,6 +157,11 @@ func gateEvent(kr *kickv1alpha1.KickRequest, target client.Object, decidedAt tim
 		if g.Stage == string(assess.StageGitOps) {
 			ev.Cause = router.ObjectRef{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
 		}
+	}
+	if c := g.Cause; c != nil && ev.Cause.IsZero() {
+		// The KickHold of the Hold stage, the failed workload of the Halt
+		// stage: recorded with the decision, so a replay names it too.
+		ev.Cause = router.ObjectRef{APIVersion: c.APIVersion, Kind: c.Kind, Namespace: c.Namespace, Name: c.Name}
 	}
 	if g.RequeueAt != nil {
 		ev.OpensAt = g.RequeueAt.Time

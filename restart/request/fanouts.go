@@ -30,6 +30,9 @@ type FanOuts struct {
 	// Kinds are the workload kinds this manager restarts; nil means
 	// workload.Builtin().
 	Kinds *workload.Registry
+	// KeyNames names keys as the observation records do; nil counts every
+	// consumer of a changed source, whichever of its keys changed.
+	KeyNames KeyNamer
 }
 
 // Members returns one member per KickRequest of namespace, with its target
@@ -153,6 +156,7 @@ func (f *FanOuts) Consumers(ctx context.Context, namespace string, source rollup
 	}
 	scope := sourceScope{c: f.Client, namespace: namespace, source: source}
 	change := freshness.At(changedAt)
+	keys := f.keyLevel(ctx, namespace, source)
 	var out []rollup.Consumer
 	for _, list := range kinds.Lists() {
 		if err := f.Client.List(ctx, list, client.InNamespace(namespace),
@@ -172,7 +176,7 @@ func (f *FanOuts) Consumers(ctx context.Context, namespace string, source rollup
 				if err != nil {
 					return nil, err
 				}
-				if !in {
+				if !in || keys.untouched(w, sel.Policy, changedAt) {
 					continue
 				}
 			}
@@ -185,6 +189,50 @@ func (f *FanOuts) Consumers(ctx context.Context, namespace string, source rollup
 		}
 	}
 	return out, nil
+}
+
+// sourceKeys judges, key by key, which consumers of a source a change
+// leaves alone, as the assessment does.
+type sourceKeys struct {
+	record *kickv1alpha1.SourceObservationSpec
+	dep    discovery.Dependency
+	nameID func(string) string
+}
+
+// keyLevel reads the source's record from the cache; the zero sourceKeys
+// (every consumer touched) without a KeyNamer or a per-key history.
+func (f *FanOuts) keyLevel(ctx context.Context, namespace string, source rollup.Source) sourceKeys {
+	if f.KeyNames == nil {
+		return sourceKeys{}
+	}
+	var rec kickv1alpha1.SourceObservation
+	key := client.ObjectKey{Namespace: namespace, Name: kickv1alpha1.ObservationName(source.Kind, source.Name)}
+	if err := f.Client.Get(ctx, key, &rec); err != nil || !rec.Spec.Keys.Usable() {
+		return sourceKeys{}
+	}
+	names := f.KeyNames
+	return sourceKeys{record: &rec.Spec,
+		dep:    discovery.Dependency{APIVersion: discovery.CoreAPIVersion, Kind: source.Kind, Name: source.Name},
+		nameID: func(k string) string { return names(namespace, source.Kind, source.Name, k) }}
+}
+
+// untouched reports whether w, restarted under p, reads only keys of the
+// source that last changed before changedAt: the change is none of its
+// restarts (assess.KeyChange), so it is neither pending nor counted.
+func (s sourceKeys) untouched(w client.Object, p *kickv1alpha1.KickPolicy, changedAt time.Time) bool {
+	if s.record == nil || p == nil || p.Spec.CountsEveryKey() {
+		return false
+	}
+	t, ok := discovery.PodTemplate(w)
+	if !ok {
+		return false
+	}
+	reads, ok := discovery.KeysRead(&t.Spec)[s.dep]
+	if !ok {
+		return false
+	}
+	c, keyLevel := assess.KeyChange(s.record, reads, s.nameID)
+	return keyLevel && c.Latest.Before(changedAt)
 }
 
 // sourceScope tells whether a policy's dependencySelector covers a source,

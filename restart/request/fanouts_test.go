@@ -1,12 +1,21 @@
 package request
 
 import (
+	"context"
+	"slices"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
+	"github.com/kick-operator/kick/restart/discovery"
+	"github.com/kick-operator/kick/restart/workload"
 	"github.com/kick-operator/kick/sinks/rollup"
 )
 
@@ -77,5 +86,68 @@ func TestWaveOf(t *testing.T) {
 		if got := waveOf(tc.policy, tc.labels); got != tc.want {
 			t.Errorf("waveOf(%v) = %d, want %d", tc.labels, got, tc.want)
 		}
+	}
+}
+
+// TestConsumersReadingOnlyUntouchedKeys: a fan-out lists, of a source's
+// consumers, only those whose read keys the change touched, as freshness
+// judges them: the reader of the changed key, and the reader of every key;
+// the reader of an untouched key is left out (it is never restarted for the
+// change, so as Pending it would keep the fan-out open for ever), except
+// under restart.keys All, and every consumer counts without a KeyNamer.
+func TestConsumersReadingOnlyUntouchedKeys(t *testing.T) {
+	names := func(_, _, _, key string) string {
+		return map[string]string{"a": "00000000000000aa", "b": "00000000000000bb"}[key]
+	}
+	base := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+	change := base.Add(time.Hour).Add(123456789)
+	from, at := kickv1alpha1.NewNanoTime(base), kickv1alpha1.NewNanoTime(change)
+	rec := &kickv1alpha1.SourceObservation{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: kickv1alpha1.ObservationName("Secret", "db")},
+		Spec: kickv1alpha1.SourceObservationSpec{LastRelevantChangeTime: &at, Keys: &kickv1alpha1.KeyHistory{Count: 2, BaselineFrom: &from,
+			Entries: []kickv1alpha1.KeyObservation{{ID: "00000000000000aa", Fingerprint: "0000000000000001"},
+				{ID: "00000000000000bb", Fingerprint: "0000000000000002", Changed: &at}}}}}
+	deploy := func(name string, c corev1.Container) *appsv1.Deployment {
+		c.Name, c.Image = "app", "app:1"
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, Labels: map[string]string{"app": name}},
+			Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{c}}}}}
+	}
+	keyRef := func(key string) corev1.Container {
+		return corev1.Container{Env: []corev1.EnvVar{{Name: "X", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: key}}}}}
+	}
+	every := corev1.Container{EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}}}}}
+	policy := &kickv1alpha1.KickPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "all"},
+		Spec: kickv1alpha1.KickPolicySpec{Discovery: &kickv1alpha1.DiscoverySpec{WorkloadSelector: &metav1.LabelSelector{}}}}
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = kickv1alpha1.AddToScheme(scheme)
+	list := func(p *kickv1alpha1.KickPolicy, keys KeyNamer) []string {
+		b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(rec, p, deploy("reads-a", keyRef("a")), deploy("reads-b", keyRef("b")), deploy("every", every))
+		for _, obj := range workload.Builtin().Objects() {
+			b = b.WithIndex(obj, discovery.SourceIndex, discovery.IndexFunc)
+		}
+		f := &FanOuts{Client: b.Build(), KeyNames: keys}
+		got, err := f.Consumers(context.Background(), "shop", rollup.Source{Kind: "Secret", Name: "db"}, change.Truncate(time.Microsecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, c := range got {
+			out = append(out, c.Target)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got, want := list(policy, names), []string{"Deployment/every", "Deployment/reads-b"}; !slices.Equal(got, want) {
+		t.Errorf("consumers of a change of key b: %v, want %v", got, want)
+	}
+	all := policy.DeepCopy()
+	all.Spec.Restart = &kickv1alpha1.RestartSpec{Keys: kickv1alpha1.KeysAll}
+	want := []string{"Deployment/every", "Deployment/reads-a", "Deployment/reads-b"}
+	if got := list(all, names); !slices.Equal(got, want) {
+		t.Errorf("under restart.keys All: %v, want %v", got, want)
+	}
+	if got := list(policy, nil); !slices.Equal(got, want) {
+		t.Errorf("without a KeyNamer: %v, want %v", got, want)
 	}
 }

@@ -34,6 +34,9 @@ type memory struct {
 	// waves are the wave members read lately, shared by the looks of a
 	// fan-out's waiting requests.
 	waves waveCache
+	// waiters are the requests earlier waves hold, grouped by what they
+	// wait for (see wavewake.go).
+	waiters waveWaiters
 }
 
 // waveCache is the memory's cache of wave members; nil without a memory.

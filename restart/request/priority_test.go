@@ -15,7 +15,9 @@ import (
 )
 
 func TestRolloutEventsQueueBehindNewWork(t *testing.T) {
-	q := priorityqueue.New[reconcile.Request]("test")
+	// The KickRequest controller's own queue (it takes turns between
+	// namespaces, and keeps priorities).
+	q := namespaceTurns(nil)("test", nil).(priorityqueue.PriorityQueue[reconcile.Request])
 	defer q.ShutDown()
 	tracking := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "shop", Name: "deployment-web"}}
 	fresh := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "shop", Name: "deployment-api"}}

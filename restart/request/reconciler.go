@@ -61,6 +61,9 @@ type Reconciler struct {
 	// Budget hands out restart slots (restart.maxConcurrent,
 	// --max-concurrent-restarts); nil: no caps.
 	Budget *budget.Budget
+	// WavePoll is how often a restart an earlier wave holds looks again
+	// when nothing wakes it; 0 means DefaultWavePoll.
+	WavePoll time.Duration
 
 	mem *memory
 	// wake asks for a look at a request soon; it never blocks.
@@ -78,11 +81,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.mem.forget(req.NamespacedName)
 			r.putOff(req.NamespacedName, false)
 			r.Budget.Observe(ctx, req.NamespacedName, false, false, false)
+			r.leaveWave(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !kr.DeletionTimestamp.IsZero() {
 		r.Budget.Observe(ctx, req.NamespacedName, false, false, false)
+		r.leaveWave(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	if !kr.HaltsFanOut() && r.mem.halts.forget(req.String()) && r.wake != nil {
@@ -95,6 +100,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	orig := kr.DeepCopy()
 	s := &step{r: r, kr: &kr, now: r.Now()}
 	result, err := s.run(ctx)
+	if !s.waveHeld {
+		r.leaveWave(req.NamespacedName)
+	}
 	if err != nil {
 		if s.slot {
 			r.Budget.Release(req.NamespacedName)
@@ -224,9 +232,17 @@ type step struct {
 	// waitForDriver: this process's driver is patching the target now;
 	// the reconcile decides nothing and writes nothing.
 	waitForDriver bool
-	event         *eventSpec
+	// waveEpoch is the namespace's count of completions before the facts
+	// were read (see completions); waveHeld: an earlier wave holds the
+	// restart.
+	waveEpoch uint64
+	waveHeld  bool
+	event     *eventSpec
 	// notice is an Event emitted even without a phase change.
 	notice *eventSpec
+	// rewaited: the request keeps waiting in its phase, for something its
+	// last Event did not name; event says what.
+	rewaited bool
 }
 
 func (s *step) run(ctx context.Context) (ctrl.Result, error) {
@@ -339,6 +355,7 @@ func (s *step) readTarget(ctx context.Context) (reason, message string, err erro
 // assess gathers the facts from the cache, asks the GitOps provider when a
 // policy selects the target, and assesses.
 func (s *step) assess(ctx context.Context) error {
+	s.waveEpoch = s.r.mem.waveCache().epoch(s.kr.Namespace)
 	f, err := facts(ctx, s.r.Client, s.r.Kinds, s.r.CSI, s.r.KeyNames, s.r.mem.waveCache(), s.handle, s.now)
 	if err != nil {
 		return err
@@ -358,6 +375,16 @@ func (s *step) assess(ctx context.Context) error {
 // of the workload or its ReplicaSets woke it: events wake it at once; the
 // poll only bounds how long a missed one can hold it.
 const rolloutPoll = time.Minute
+
+// recheck is how soon to look again at a rollout that is not complete:
+// wait, or sooner when the rollout says when it completes without an
+// event announcing it (freshness.Rollout.Recheck).
+func recheck(r freshness.Rollout, wait time.Duration) time.Duration {
+	if r.Recheck > 0 {
+		return min(wait, r.Recheck)
+	}
+	return wait
+}
 
 // track follows the rollout this request started. It reports done when
 // the step is decided; otherwise the restart must be evaluated again (a
@@ -389,7 +416,7 @@ func (s *step) track(ctx context.Context) (ctrl.Result, bool) {
 			return s.failRollout(ctx, mine, kickv1alpha1.ReasonRolloutTimeout, fmt.Sprintf("the rollout of %s did not complete within %s: %s", s.targetRef(), s.r.RolloutTimeout, rollout.Message)), true
 		}
 		st.Phase = kickv1alpha1.PhaseExecuting
-		return ctrl.Result{RequeueAfter: min(s.r.RolloutTimeout-elapsed, rolloutPoll)}, true
+		return ctrl.Result{RequeueAfter: recheck(rollout, min(s.r.RolloutTimeout-elapsed, rolloutPoll))}, true
 	}
 	s.condition(kickv1alpha1.ConditionRolloutComplete, true, "Complete", "the rollout completed")
 	if marker.ReplicaSet == "" {
@@ -427,10 +454,13 @@ func (s *step) evaluate(ctx context.Context) (ctrl.Result, error) {
 			// remembers ends in its memory only, so look again after it.
 			return ctrl.Result{RequeueAfter: haltMemoryTTL}, nil
 		case assess.StageWave:
-			// An earlier wave's rollouts finishing wake nothing: look again
-			// at the bake's end, and every wavePoll until then.
-			if d.RequeueAt.IsZero() || d.RequeueAt.Sub(s.now) > wavePoll {
-				return ctrl.Result{RequeueAfter: wavePoll}, nil
+			// The earlier wave's completions wake the request (see
+			// waitForWave); it looks again at the bake's end, and every
+			// WavePoll as a safety net.
+			s.waitForWave()
+			poll := s.r.wavePoll()
+			if d.RequeueAt.IsZero() || d.RequeueAt.Sub(s.now) > poll {
+				return ctrl.Result{RequeueAfter: poll}, nil
 			}
 		}
 		if d.RequeueAt.IsZero() {
@@ -448,7 +478,7 @@ func (s *step) evaluate(ctx context.Context) (ctrl.Result, error) {
 		st.Phase = kickv1alpha1.PhaseWaitingForRollout
 		s.condition(kickv1alpha1.ConditionRolloutComplete, false, orDefault(a.Rollout.Reason, freshness.RolloutInProgress), a.Rollout.Message)
 		s.emit(false, "WaitingForRollout", fmt.Sprintf("waiting for the current rollout of %s to finish before deciding: %s", s.targetRef(), a.Rollout.Message))
-		return ctrl.Result{RequeueAfter: time.Minute}, nil
+		return ctrl.Result{RequeueAfter: recheck(a.Rollout, rolloutPoll)}, nil
 	case assess.Fresh:
 		s.setGate(d, "")
 		s.condition(kickv1alpha1.ConditionStale, false, kickv1alpha1.ReasonUpToDate, a.VerdictMessage)
@@ -476,6 +506,13 @@ func (s *step) evaluate(ctx context.Context) (ctrl.Result, error) {
 		// and reopens this request with the stamp, which this request then
 		// follows. Restarting here instead would race it for the same
 		// change and cost a status write and an Event more.
+		s.waitForDriver = true
+		return ctrl.Result{RequeueAfter: driverLookPoll}, nil
+	}
+	if s.owedByDriver() {
+		// The driver applied a restart and has not named it on this
+		// request yet (its write was refused and is being retried): the
+		// request follows it once named, in one status write.
 		s.waitForDriver = true
 		return ctrl.Result{RequeueAfter: driverLookPoll}, nil
 	}

@@ -43,6 +43,7 @@ func (d *Driver) create(ctx context.Context, kind kickv1alpha1.TargetKind, obj c
 	err := d.Client.Create(ctx, kr)
 	if err == nil {
 		tc.Recorded(kr.Name, d.Now())
+		d.wrote(kr)
 		return kr, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
@@ -67,7 +68,18 @@ func (d *Driver) create(ctx context.Context, kind kickv1alpha1.TargetKind, obj c
 		return nil, err
 	}
 	tc.Recorded(kr.Name, d.Now())
+	d.wrote(kr)
 	return kr, nil
+}
+
+// wrote notes the request as this process just wrote it, so the request
+// reconciler reads it past a cache that does not show the write yet (see
+// memory.read): it then follows the restart the write names, instead of
+// taking the stamp it sees on the workload for a restart of its own.
+func (d *Driver) wrote(kr *kickv1alpha1.KickRequest) {
+	if d.mem != nil && kr.ResourceVersion != "" {
+		d.mem.wroteStatus(client.ObjectKeyFromObject(kr), kr.ResourceVersion)
+	}
 }
 
 // sameTarget reports whether two requests target the same workload.
@@ -112,6 +124,7 @@ func (d *Driver) annotate(ctx context.Context, kr *kickv1alpha1.KickRequest, cha
 		return nil, client.IgnoreNotFound(err)
 	}
 	tc.Recorded(kr.Name, d.Now())
+	d.wrote(kr)
 	if restart == "" {
 		d.wake(ctx, kr)
 		return nil, nil

@@ -75,13 +75,19 @@ func (d *Driver) restartNow(ctx context.Context, k WorkloadKey, h workload.Handl
 		}
 		return errLookAgain
 	}
-	d.mem.settle(target, stamp, true)
 	d.Records.Looked(k.lookKey()) // the change's record may follow now
 	d.mem.owe(target, owedRequest{value: value, change: a.Latest})
 	logger.Info("restarted workload", "via", h.Ref().String(), "stamp", value)
 	d.Metrics.restart(kickv1alpha1.ProviderNone, "started")
 	d.Metrics.observeLatency(d.Now().Sub(a.Latest.Latest))
+	// The claim holds until the request names the restart: a request
+	// reconcile in between (the change's record wakes it) would otherwise
+	// find the stamp applied but not named, follow the rollout as its own
+	// and record Executing at once, then again once it saw the driver's
+	// reopen: two status writes and an Event more than the driver's
+	// restart costs (see deferStatus).
 	kr, err := d.recordRestart(ctx, k, h.Target, finished, owedRequest{value: value, change: a.Latest}, tc)
+	d.mem.settle(target, stamp, true)
 	if err != nil {
 		return err
 	}

@@ -71,6 +71,9 @@ type Options struct {
 	// MaxConcurrentRestarts caps the restarts in progress across the
 	// cluster (--max-concurrent-restarts); 0 means no cap.
 	MaxConcurrentRestarts int
+	// WavePoll is how often a restart an earlier wave holds looks again
+	// when nothing wakes it (--wave-poll); 0 means DefaultWavePoll.
+	WavePoll time.Duration
 	// NoHolds is set when the API server does not serve KickHolds (the
 	// CRDs of an older release): they are then neither watched nor read.
 	NoHolds bool
@@ -112,6 +115,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		KeyNames:       opts.KeyNames,
 		Tracer:         opts.Tracer,
 		Records:        opts.Records,
+		WavePoll:       opts.WavePoll,
 		mem:            newMemory(),
 	}
 	r.wake = func(req types.NamespacedName) {
@@ -161,9 +165,21 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		// A halt that starts holds the open requests of its namespace; one
 		// that is released or ends lets them go.
 		Watches(&kickv1alpha1.KickRequest{}, toNamespaceRequests, builder.WithPredicates(haltChanged())).
+		// A request that finishes may end the wave the requests of a later
+		// wave wait for (see wavewake.go).
+		Watches(&kickv1alpha1.KickRequest{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+			kr, ok := obj.(*kickv1alpha1.KickRequest)
+			if !ok {
+				return nil
+			}
+			return r.waveCompleted(kr)
+		}), builder.WithPredicates(finished())).
 		Watches(&kickv1alpha1.SourceObservation{}, toConsumerRequests).
 		WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)})
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1),
+			NewQueue:                namespaceTurns(mgr.GetClient()),
+		})
 	if !opts.NoHolds {
 		// A hold that starts, changes or ends concerns the open requests
 		// of its namespace.
@@ -254,9 +270,12 @@ func targetRequests(ctx context.Context, c client.Reader, ref workload.Ref, fini
 	}
 	// Only open requests follow their workload; finished ones are reopened
 	// by the driver, so a busy rollout does not flood the queue with them.
+	// A finished one that names a restart of the driver it has not recorded
+	// is open in all but its status (see deferStatus): it follows that
+	// rollout, so it records the rollout's end when it happens.
 	var out []reconcile.Request
 	for _, kr := range list.Items {
-		if finishedToo || !kr.Status.Phase.IsTerminal() {
+		if _, following := driverRestart(&kr); finishedToo || following || !kr.Status.Phase.IsTerminal() {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&kr)})
 		}
 	}

@@ -2,6 +2,7 @@ package request
 
 import (
 	"fmt"
+	"reflect"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -61,7 +62,8 @@ func ordinaryProgress(reason string) bool {
 
 // setGate records a gate decision and the stage that made it.
 func (s *step) setGate(d gitops.Decision, stage assess.Stage) {
-	g := &kickv1alpha1.GateStatus{Reason: d.Reason, Stage: string(stage), Message: d.Message}
+	d.Message = kickv1alpha1.ClipGateMessage(d.Message)
+	g := &kickv1alpha1.GateStatus{Reason: d.Reason, Stage: string(stage), Message: d.Message, Cause: d.Cause}
 	if !d.RequeueAt.IsZero() {
 		t := metav1.NewTime(d.RequeueAt)
 		g.RequeueAt = &t
@@ -70,7 +72,7 @@ func (s *step) setGate(d gitops.Decision, stage assess.Stage) {
 		prev.Status == metav1.ConditionFalse && d.Allowed() {
 		s.r.Metrics.observeGateWait(s.now.Sub(prev.LastTransitionTime.Time))
 	}
-	if old := s.kr.Status.Gate; old == nil || old.Reason != g.Reason || old.Stage != g.Stage || old.Message != g.Message || !timesEqual(old.RequeueAt, g.RequeueAt) {
+	if old := s.kr.Status.Gate; old == nil || !sameDecision(old, g) {
 		now := metav1.NewTime(s.now)
 		g.LastEvaluated = &now
 	} else {
@@ -81,14 +83,35 @@ func (s *step) setGate(d gitops.Decision, stage assess.Stage) {
 }
 
 // block records a decision that holds the restart back and the waiting
-// phase it means.
+// phase it means. The Event that says why goes with the phase change, and
+// with a change of what holds the request within its phase: another gate
+// (an Event reason of its own), or another KickHold or hold reason, so the
+// request's Events name what holds it now, not what held it first.
 func (s *step) block(d gitops.Decision, stage assess.Stage) {
+	d.Message = kickv1alpha1.ClipGateMessage(d.Message) // as kept, so it compares with what was
+	prev := s.kr.Status.Gate
 	s.setGate(d, stage)
 	phase := d.Reason.WaitingPhase()
-	if s.kr.Status.Phase != phase {
-		s.emit(false, blockEventReason(d.Reason), d.Message)
+	switch {
+	case s.kr.Status.Phase != phase:
+		s.emit(false, WaitingEventReason(d.Reason), d.Message)
+	case heldOtherwise(prev, d):
+		s.emit(false, WaitingEventReason(d.Reason), d.Message)
+		s.rewaited = true
 	}
 	s.kr.Status.Phase = phase
+}
+
+// heldOtherwise reports whether d holds a request that already waits in
+// d's phase for something its last Event did not say: a gate with another
+// Event reason, or another KickHold or hold reason (the hold stage's
+// message names both). Counts that move in a budget or wave message do
+// not count: those messages are kept while the wait lasts.
+func heldOtherwise(prev *kickv1alpha1.GateStatus, d gitops.Decision) bool {
+	if prev == nil || WaitingEventReason(prev.Reason) != WaitingEventReason(d.Reason) {
+		return true
+	}
+	return d.Reason == kickv1alpha1.GateHeld && prev.Message != d.Message
 }
 
 // waitForSlot holds the restart until the budget grants it a slot. A
@@ -105,8 +128,28 @@ func (s *step) waitForSlot(message string) {
 	s.block(d, s.a.Gate.Stage)
 }
 
-func blockEventReason(r kickv1alpha1.GateReason) string {
+// WaitingEventReason is the reason of the Event a request records when
+// gate reason r holds it back: one of the gate's own for every gate (the
+// three reasons of an owner not in sync share one); WaitingForGate only
+// for a reason added without one.
+func WaitingEventReason(r kickv1alpha1.GateReason) string {
 	switch r {
+	case kickv1alpha1.GateSuspended:
+		return "PolicySuspended"
+	case kickv1alpha1.GateAmbiguousPolicy:
+		return "PolicyAmbiguous"
+	case kickv1alpha1.GateConfigurationError:
+		return "ConfigurationError"
+	case kickv1alpha1.GateMinIntervalNotElapsed:
+		return "WaitingForMinInterval"
+	case kickv1alpha1.GateRolloutHalted:
+		return "HeldByRolloutHalt"
+	case kickv1alpha1.GatePromotionRunning:
+		return "WaitingForPromotion"
+	case kickv1alpha1.GateProjectUnknown:
+		return "ProjectUnknown"
+	case kickv1alpha1.GateProviderUnavailable:
+		return "ProviderUnavailable"
 	case kickv1alpha1.GateOutsideSchedule:
 		return "WaitingForSchedule"
 	case kickv1alpha1.GateOwnerUnknown:
@@ -185,6 +228,13 @@ func microTime(t *metav1.MicroTime) time.Time {
 		return time.Time{}
 	}
 	return t.Time
+}
+
+// sameDecision reports whether two gate records hold the same decision,
+// whenever it was made.
+func sameDecision(a, b *kickv1alpha1.GateStatus) bool {
+	return a.Reason == b.Reason && a.Stage == b.Stage && a.Message == b.Message &&
+		timesEqual(a.RequeueAt, b.RequeueAt) && reflect.DeepEqual(a.Cause, b.Cause)
 }
 
 func timesEqual(a, b *metav1.Time) bool {

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,10 +24,13 @@ import (
 // (the source index, the workloads' own rollout status and their
 // KickRequests), so what it reads survives a crash or a failover.
 
-// wavePoll is how often a restart held by an earlier wave looks again
-// when no bake end is due: the earlier wave's rollouts finishing do not
-// wake it, so the next wave starts within this long of the last one.
-const wavePoll = 10 * time.Second
+// DefaultWavePoll is how often a restart held by an earlier wave looks
+// again when nothing woke it (Options.WavePoll). It is a safety net: the
+// completions of the earlier wave's requests and the end of its bake wake
+// the held requests (see wavewake.go); only a change the manager sees no
+// event of (an earlier workload that rolls out again by itself, a wake
+// lost to a restart of the manager) waits for it.
+const DefaultWavePoll = 30 * time.Second
 
 // waves fills f.Waves when the policy selecting the workload orders its
 // restarts in waves and the workload is not in the first.
@@ -55,17 +60,21 @@ func (b *Batch) waves(ctx context.Context, f *assess.Facts) error {
 }
 
 // waveCache keeps the wave members of a policy's source for waveCacheTTL,
-// so the hundreds of requests a wave holds, each looking every wavePoll,
-// read the earlier waves once between them instead of once each. It holds
-// at most waveCacheMax sources; past that, reads are not kept.
+// so the hundreds of requests a wave holds, woken together, read the
+// earlier waves once between them instead of once each. An entry is served
+// only while no request of its namespace has finished since it was read
+// (see completions), so a look woken by a completion sees it. It holds at
+// most waveCacheMax sources; past that, reads are not kept.
 type waveCache struct {
 	mu      sync.Mutex
 	entries map[string]waveEntry
+	done    completions
 }
 
 type waveEntry struct {
 	members []assess.WaveMember
 	at      time.Time
+	epoch   uint64
 }
 
 const (
@@ -73,20 +82,38 @@ const (
 	waveCacheMax = 4096
 )
 
-func (c *waveCache) get(key string, now time.Time) ([]assess.WaveMember, bool) {
+// epoch is the namespace's count of completions, to read its wave members
+// at; 0 without a cache.
+func (c *waveCache) epoch(namespace string) uint64 {
+	if c == nil {
+		return 0
+	}
+	return c.done.epoch(namespace)
+}
+
+// completed notes that a request of the namespace finished: the members
+// read before are not served any more.
+func (c *waveCache) completed(namespace string) {
+	if c != nil {
+		c.done.bump(namespace)
+	}
+}
+
+func (c *waveCache) get(key string, now time.Time, epoch uint64) ([]assess.WaveMember, bool) {
 	if c == nil {
 		return nil, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[key]
-	if !ok || now.Sub(e.at) > waveCacheTTL || now.Before(e.at) {
+	if !ok || e.epoch != epoch || now.Sub(e.at) > waveCacheTTL || now.Before(e.at) {
 		return nil, false
 	}
 	return e.members, true
 }
 
-func (c *waveCache) put(key string, members []assess.WaveMember, now time.Time) {
+// put keeps members read at epoch (taken before the read began).
+func (c *waveCache) put(key string, members []assess.WaveMember, now time.Time, epoch uint64) {
 	if c == nil {
 		return
 	}
@@ -105,25 +132,27 @@ func (c *waveCache) put(key string, members []assess.WaveMember, now time.Time) 
 			return
 		}
 	}
-	c.entries[key] = waveEntry{members: members, at: now}
+	c.entries[key] = waveEntry{members: members, at: now, epoch: epoch}
 }
 
 // waveMembers lists the consumers of a source in the policy's waves before
 // wave, the target left out. The batch reads each source's consumers once
 // (the preflight assesses every consumer of the source being written), and
-// shares them for waveCacheTTL through the manager's memory.
+// shares them for waveCacheTTL through the manager's memory, until a
+// request of the namespace finishes.
 func (b *Batch) waveMembers(ctx context.Context, p *kickv1alpha1.KickPolicy, wave int, target assess.Target, kind, name string) ([]assess.WaveMember, error) {
 	key := target.Namespace + "/" + p.Name + "\x00" + kind + "/" + name
 	all, read := b.members[key]
+	epoch := b.shared.epoch(target.Namespace)
 	if !read {
-		all, read = b.shared.get(key, b.now)
+		all, read = b.shared.get(key, b.now, epoch)
 	}
 	if !read {
 		var err error
 		if all, err = b.readWaveMembers(ctx, p, target.Namespace, kind, name); err != nil {
 			return nil, err
 		}
-		b.shared.put(key, all, b.now)
+		b.shared.put(key, all, b.now, epoch)
 		if b.members == nil {
 			b.members = map[string][]assess.WaveMember{}
 		}
@@ -181,6 +210,7 @@ func (b *Batch) waveMember(ctx context.Context, w client.Object, wave int) (asse
 		return m, err
 	}
 	m.Since, m.Complete, m.Status = r.Since, r.Complete, r.Message
+	m.AvailableSince = availableSince(w)
 	var kr kickv1alpha1.KickRequest
 	err = b.c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: kickv1alpha1.RequestName(ref.Kind, ref.Name)}, &kr, client.UnsafeDisableDeepCopy)
 	switch {
@@ -201,4 +231,20 @@ func (b *Batch) waveMember(ctx context.Context, w client.Object, wave int) (asse
 		m.Released = true
 	}
 	return m, nil
+}
+
+// availableSince is when a Deployment last became available (its Available
+// condition's transition to True); zero for other kinds, which record no
+// such moment, and while it is not available.
+func availableSince(w client.Object) time.Time {
+	d, ok := w.(*appsv1.Deployment)
+	if !ok {
+		return time.Time{}
+	}
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
 }

@@ -25,9 +25,31 @@ const (
 	// RestartPending: the Rollouts controller has not yet replaced every
 	// pod older than spec.restartAt.
 	RestartPending = "RestartPending"
+	// RestartSettling: the controller reported the restart finished, but
+	// that status is younger than RestartSettle, so it may still count a
+	// pod it evicted in the same reconcile.
+	RestartSettling = "RestartSettling"
 )
 
-// Inspect reads a Rollout's rollout state. replicaSets may be any superset
+// RestartSettle is how long a Rollout's status must stay unchanged after a
+// restart before KICK takes the restart as finished.
+//
+// A blue-green Rollout's controller evicts the last pod older than
+// spec.restartAt and, in the same status write, sets status.restartedAt
+// with the availability counts of before that eviction (Healthy, every
+// replica available). Nothing in that write tells it from the write that
+// follows once the replacement is available. The eviction makes the
+// ReplicaSet controller report one replica fewer available at once, and
+// the Rollouts controller then writes Progressing; RestartSettle only has
+// to cover that reaction, not the replacement's start or minReadySeconds.
+// Waiting for a quiet status costs a finished restart this much time.
+const RestartSettle = 5 * time.Second
+
+// replicaSetRecheck is how soon a restart the Rollout's status reports
+// finished, but its ReplicaSet's not, is looked at again.
+const replicaSetRecheck = time.Second
+
+// InspectAt reads a Rollout's rollout state at now. replicaSets may be any superset
 // of the Rollout's ReplicaSets (those not controlled by it are ignored).
 //
 // σ (Start) is the later of spec.restartAt and the creation of the current
@@ -45,7 +67,84 @@ const (
 // reported) is Healthy, every desired replica is updated and available with
 // no old replica left, and the desired revision is the stable (for
 // blue-green: active) one.
+//
+// A requested restart is complete only once, in addition, the current
+// ReplicaSet (when in replicaSets) reports every desired replica ready and
+// available for its latest generation with none terminating, and the
+// Rollout's status has not changed for RestartSettle (see there; the last
+// status write is read from managedFields): the controller's
+// status.restartedAt can come with counts from before its last eviction.
+// While it settles, Recheck says when to look again.
+func InspectAt(ro *Rollout, replicaSets []appsv1.ReplicaSet, now time.Time) freshness.Rollout {
+	r := inspectStatus(ro, replicaSets)
+	if !r.Complete || ro.Spec.RestartAt == nil || ro.Spec.Replicas != nil && *ro.Spec.Replicas == 0 {
+		return r
+	}
+	if cur := currentReplicaSet(ro, replicaSets); cur != nil {
+		if reason := replicaSetShort(cur, replicasOf(ro)); reason != "" {
+			// The Rollout's status says done, its ReplicaSet's not yet (or
+			// no more): one of them is behind, and a ReplicaSet's status
+			// change wakes no request, so look again soon.
+			r.Complete, r.Reason, r.Message = false, freshness.RolloutInProgress, "ReplicaSet "+cur.Name+" "+reason
+			r.Recheck = replicaSetRecheck
+			return r
+		}
+	}
+	// managedFields are the API server's record, but a client may write
+	// them too: a status write dated further ahead of the manager's clock
+	// than clock skew explains is ignored, so a forged time cannot keep a
+	// restart settling until then.
+	if last, ok := LastStatusWrite(ro); ok && !last.After(now.Add(RestartSettle)) {
+		if wait := last.Add(RestartSettle).Sub(now); wait > 0 {
+			r.Complete, r.Reason, r.Recheck = false, RestartSettling, wait
+			r.Message = fmt.Sprintf("restart reported finished; waiting until the status written at %s has held for %s", last.UTC().Format(time.RFC3339), RestartSettle)
+		}
+	}
+	return r
+}
+
+// Inspect is InspectAt now.
 func Inspect(ro *Rollout, replicaSets []appsv1.ReplicaSet) freshness.Rollout {
+	return InspectAt(ro, replicaSets, time.Now())
+}
+
+// replicaSetShort says why a ReplicaSet does not yet run desired replicas
+// that are all ready and available, "" when it does.
+func replicaSetShort(rs *appsv1.ReplicaSet, desired int32) string {
+	st := &rs.Status
+	switch {
+	case st.ObservedGeneration < rs.Generation:
+		return fmt.Sprintf("status is of generation %d, not %d", st.ObservedGeneration, rs.Generation)
+	case st.TerminatingReplicas != nil && *st.TerminatingReplicas > 0:
+		return fmt.Sprintf("has %d pods terminating", *st.TerminatingReplicas)
+	case st.Replicas != desired || st.ReadyReplicas < desired || st.AvailableReplicas < desired:
+		return fmt.Sprintf("has %d of %d replicas available (%d ready, %d in all)", st.AvailableReplicas, desired, st.ReadyReplicas, st.Replicas)
+	}
+	return ""
+}
+
+// LastStatusWrite returns the time of the latest write of the Rollout's
+// status subresource recorded in its managedFields (whole seconds), false
+// when none is recorded.
+func LastStatusWrite(ro *Rollout) (time.Time, bool) {
+	var last time.Time
+	for i := range ro.ManagedFields {
+		if f := &ro.ManagedFields[i]; f.Subresource == "status" && f.Time != nil && f.Time.After(last) {
+			last = f.Time.Time
+		}
+	}
+	return last, !last.IsZero()
+}
+
+func replicasOf(ro *Rollout) int32 {
+	if ro.Spec.Replicas != nil {
+		return *ro.Spec.Replicas
+	}
+	return 1
+}
+
+// inspectStatus is the rule on the Rollout's status alone.
+func inspectStatus(ro *Rollout, replicaSets []appsv1.ReplicaSet) freshness.Rollout {
 	var r freshness.Rollout
 	st := &ro.Status
 	var revision time.Time
@@ -64,10 +163,7 @@ func Inspect(ro *Rollout, replicaSets []appsv1.ReplicaSet) freshness.Rollout {
 		r.Since = ro.CreationTimestamp.Time
 	}
 
-	desired := int32(1)
-	if ro.Spec.Replicas != nil {
-		desired = *ro.Spec.Replicas
-	}
+	desired := replicasOf(ro)
 	observed, numeric := observedGeneration(st.ObservedGeneration)
 	switch {
 	case ro.Spec.Paused:

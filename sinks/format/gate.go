@@ -24,7 +24,7 @@ type GatePayload struct {
 	Namespace      string `json:"namespace"`
 	RequestName    string `json:"requestName"`
 	Allowed        bool   `json:"allowed"`
-	Stage          string `json:"stage"`   // Suspend, Schedule, MinInterval or GitOps; "" when allowed
+	Stage          string `json:"stage"`   // the stage that decided (Suspend, Hold, Settle, Schedule, ...); "" when allowed
 	Reason         string `json:"reason"`  // Allowed, a gate reason of Reasons(), or Waiting
 	Message        string `json:"message"` // a sentence for people
 	TargetKind     string `json:"targetKind"`
@@ -32,7 +32,8 @@ type GatePayload struct {
 	KickPolicy     string `json:"kickPolicy"`
 	GitOpsProvider string `json:"gitOpsProvider"` // lower case: argocd, flux, kargo or none
 	Owner          string `json:"owner"`          // the resolved GitOps owner, "" when none
-	// Cause is the object whose state produced the decision.
+	// Cause is the object whose state produced the decision: the GitOps owner or its project,
+	// the KickHold of the Hold stage, the failed workload of the Halt stage.
 	Cause      *ObjectPayload `json:"cause"`
 	OpensAt    *string        `json:"opensAt"`    // RFC 3339, UTC: when the decision may change by itself
 	OccurredAt string         `json:"occurredAt"` // RFC 3339, UTC, whole seconds
@@ -147,6 +148,22 @@ func waitsFor(ev router.GateChanged) string {
 		return "the Argo CD project of " + owner + " to be readable"
 	case kickv1alpha1.GateProviderUnavailable:
 		return "the " + providerTitle(ev.Provider) + " integration to be available"
+	case kickv1alpha1.GateSettling:
+		return "its sources to settle (restart.settle of " + policy + ")"
+	case kickv1alpha1.GateHeld:
+		if c := ev.Cause; c.Kind == "KickHold" {
+			return "KickHold " + c.Namespace + "/" + c.Name + " to be released"
+		}
+		return "a KickHold to be released"
+	case kickv1alpha1.GateRolloutHalted:
+		if c := ev.Cause; !c.IsZero() {
+			return "the halt after " + c.Kind + " " + c.Namespace + "/" + c.Name + " failed its rollout to end"
+		}
+		return "a halted fan-out to end"
+	case kickv1alpha1.GateEarlierWave:
+		return "an earlier wave of " + policy + " to roll out"
+	case kickv1alpha1.GateRestartBudget:
+		return "a free slot of the restart budget"
 	}
 	return "its gates to allow it"
 }

@@ -121,6 +121,13 @@ func TestGateDescriptions(t *testing.T) {
 		{"promotion", "PromotionRunning", "waits for the running Kargo promotion to finish.", reason(kickv1alpha1.GatePromotionRunning, "GitOps")},
 		{"provider", "ProviderUnavailable", "waits for the Flux integration to be available.",
 			reason(kickv1alpha1.GateProviderUnavailable, "GitOps", func(e *router.GateChanged) { e.Provider = "flux" })},
+		{"settling", "Settling", "waits for its sources to settle (restart.settle of KickPolicy nightly).", reason(kickv1alpha1.GateSettling, "Settle")},
+		{"held", "Held", "waits for KickHold shop/freeze to be released.",
+			reason(kickv1alpha1.GateHeld, "Hold", func(e *router.GateChanged) { e.Cause = holdCause })},
+		{"halted", "RolloutHalted", "waits for the halt after Deployment shop/api failed its rollout to end.",
+			reason(kickv1alpha1.GateRolloutHalted, "Halt", func(e *router.GateChanged) { e.Cause = failedCause })},
+		{"earlier wave", "EarlierWave", "waits for an earlier wave of KickPolicy nightly to roll out.", reason(kickv1alpha1.GateEarlierWave, "Wave")},
+		{"budget", "RestartBudget", "waits for a free slot of the restart budget.", reason(kickv1alpha1.GateRestartBudget, "Budget")},
 		{"not selected", "NotSelected", "waits for a KickPolicy that selects it.", reason(kickv1alpha1.GateNotSelected, "")},
 		{"unknown reason", "Waiting", "waits for its gates to allow it.", reason("SomethingNew", "GitOps")},
 		{"allowed", "Allowed", "The restart of Deployment shop/web may run now.", gateChange(allowed)},
@@ -243,6 +250,46 @@ func TestGateIDAndUnsupportedKinds(t *testing.T) {
 	for _, spec := range []kickv1alpha1.WebhookSpec{{}, ceSpec(kickv1alpha1.CloudEventsBinary), {Format: kickv1alpha1.FormatSlack}, pdSpec(nil)} {
 		if _, err := mustNew(t, spec, "rk").Format(src); err == nil || errors.Is(err, ErrSkip) {
 			t.Errorf("%s rendered a SourceChanged: %v", spec.Format, err)
+		}
+	}
+}
+
+var (
+	holdCause   = router.ObjectRef{APIVersion: "kick.corewire.io/v1alpha1", Kind: "KickHold", Namespace: "shop", Name: "freeze"}
+	failedCause = router.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "api"}
+)
+
+// TestGateHoldAndHaltCause: a gate change held by a KickHold, or by a halt,
+// names the KickHold or the failed workload as its cause in the JSON
+// document (which CloudEvents carries as its data) and in Slack's "Caused
+// by" field, and says what it waits for in words.
+func TestGateHoldAndHaltCause(t *testing.T) {
+	jsonF := mustNew(t, kickv1alpha1.WebhookSpec{}, "")
+	ceF := mustNew(t, ceSpec(kickv1alpha1.CloudEventsStructured), "")
+	slackF := mustNew(t, kickv1alpha1.WebhookSpec{Format: kickv1alpha1.FormatSlack}, "")
+	for _, c := range []struct {
+		stage, reason string
+		cause         router.ObjectRef
+		slack, words  string
+	}{
+		{"Hold", "Held", holdCause, "*Caused by*\\nKickHold.kick.corewire.io shop/freeze", "waits for KickHold shop/freeze to be released"},
+		{"Halt", "RolloutHalted", failedCause, "*Caused by*\\nDeployment.apps shop/api", "waits for the halt after Deployment shop/api failed its rollout to end"},
+	} {
+		ev := gateChange(func(e *router.GateChanged) {
+			e.Stage, e.Reason, e.Cause, e.Provider, e.Owner, e.OpensAt = c.stage, c.reason, c.cause, "", "", time.Time{}
+		})
+		want := map[string]any{"apiVersion": c.cause.APIVersion, "kind": c.cause.Kind, "namespace": c.cause.Namespace, "name": c.cause.Name}
+		doc := decodeObject(t, mustFormat(t, jsonF, ev).Body)
+		if !reflect.DeepEqual(doc["cause"], want) || doc["reason"] != c.reason || !strings.Contains(doc["message"].(string), c.words) {
+			t.Errorf("%s: JSON cause %v reason %v message %q; want %v, %s, %q", c.stage, doc["cause"], doc["reason"], doc["message"], want, c.reason, c.words)
+		}
+		e, _ := parseCloudEvent(t, mustFormat(t, ceF, ev))
+		if data := decodeObject(t, e.Data()); !reflect.DeepEqual(data["cause"], want) {
+			t.Errorf("%s: CloudEvents data cause %v, want %v", c.stage, data["cause"], want)
+		}
+		slack := string(mustFormat(t, slackF, ev).Body)
+		if !strings.Contains(slack, c.slack) || !strings.Contains(slack, c.words) {
+			t.Errorf("%s: Slack message lacks %q or %q:\n%s", c.stage, c.slack, c.words, slack)
 		}
 	}
 }

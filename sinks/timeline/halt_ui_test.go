@@ -21,7 +21,8 @@ import (
 
 // TestHaltedFanOutIsMarked: a fan-out halted by api's failed rollout shows,
 // in headless Chromium, a stop-sign marker on api's lane (the RolloutHalted
-// Event) and a held marker on web's lane (its RolloutHalted gate), both in
+// Event) and held markers on web's lane (its RolloutHalted gate and its
+// request's HeldByRolloutHalt Event), both in
 // the failure colour, and the legend explains them.
 func TestHaltedFanOutIsMarked(t *testing.T) {
 	browser.Chromium(t)
@@ -38,6 +39,8 @@ func TestHaltedFanOutIsMarked(t *testing.T) {
 		entry.NewPhase(api, entry.Phase{Request: "deployment-api", To: "Failed", At: at.Add(40 * time.Second), Outcome: kickv1alpha1.ReasonProgressDeadlineExceeded}),
 		entry.Entry{Time: at.Add(40 * time.Second), Type: entry.Event, Workload: api, Reason: "RolloutHalted", Warning: true,
 			Summary: "Secret/shared: halted after Deployment shop/api failed its rollout; 1 restarts held", ID: "halt-event"},
+		entry.Entry{Time: at.Add(41 * time.Second), Type: entry.Event, Workload: web, Reason: "HeldByRolloutHalt",
+			Summary: "KickRequest deployment-web: HeldByRolloutHalt", ID: "held-event"},
 	)
 	scheme := k8sruntime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
@@ -61,13 +64,15 @@ func TestHaltedFanOutIsMarked(t *testing.T) {
 		const style = (sel) => getComputedStyle(document.querySelector(sel));
 		const failure = getComputedStyle(document.querySelector(%q)).fill;
 		return [style(%q).fill, style(%q).stroke, failure,
-			document.querySelectorAll(%q).length + "", document.getElementById("legend").textContent];
-	})()`, lane(api)+` [data-type="failure"]`, lane(api)+` [data-mark="halt"]`, lane(web)+` [data-mark="held"]`, `[data-mark="halt"]`)))
+			document.querySelectorAll(%q).length + "", document.getElementById("legend").textContent,
+			document.querySelectorAll(%q).length + ""];
+	})()`, lane(api)+` [data-type="failure"]`, lane(api)+` [data-mark="halt"]`, lane(web)+` [data-mark="held"]`, `[data-mark="halt"]`,
+		lane(web)+` [data-mark="held"]`)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 5 || got[0] != got[2] || got[1] != got[2] || got[3] != "1" {
-		t.Errorf("halt fill %s, held stroke %s, want both the failure colour %s; %s halt markers, want 1", got[0], got[1], got[2], got[3])
+	if len(got) != 6 || got[0] != got[2] || got[1] != got[2] || got[3] != "1" || got[5] != "2" {
+		t.Errorf("halt fill %s, held stroke %s, want both the failure colour %s; %s halt markers, want 1; held markers %v, want 2", got[0], got[1], got[2], got[3], got[5:])
 	}
 	if legend := got[4]; !strings.Contains(legend, "halt") || !strings.Contains(legend, "held") {
 		t.Errorf("legend %q names neither halt nor held", legend)

@@ -264,3 +264,38 @@ func TestLiveEntriesKeepTheirOrderWithinASecond(t *testing.T) {
 		t.Errorf("timeline:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestFromRouterMarksUnreadKeys: a change event's consumers that read only
+// keys it left alone get a marked change entry (no restart awaits it: the
+// lane stays idle and no later restart is dated from it); the reader of
+// the changed key gets the usual one. No entry names a key.
+func TestFromRouterMarksUnreadKeys(t *testing.T) {
+	at := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	reads := router.ObjectRef{Kind: "Deployment", Namespace: "a", Name: "reads-b"}
+	other := router.ObjectRef{Kind: "Deployment", Namespace: "a", Name: "reads-a"}
+	es := FromRouter(router.SourceChanged{Source: router.ObjectRef{Kind: "Secret", Namespace: "a", Name: "db"}, Class: router.ClassRelevant,
+		ChangeTime: at, Consumers: []router.ObjectRef{other, reads}, KeysUnread: []router.ObjectRef{other}})
+	if len(es) != 2 {
+		t.Fatalf("entries %+v", es)
+	}
+	byName := map[string]entry.Entry{}
+	for _, e := range es {
+		byName[e.Name] = e
+	}
+	if e := byName["reads-b"]; e.KeysUnread || e.Summary != "Secret db changed" || entry.State([]entry.Entry{e}) != entry.StateChanged {
+		t.Errorf("the reader of the changed key: %+v", e)
+	}
+	e := byName["reads-a"]
+	if !e.KeysUnread || e.Summary != "Secret db changed, but none of the keys it reads" {
+		t.Errorf("the reader of an untouched key: %+v", e)
+	}
+	if s := entry.State([]entry.Entry{e}); s != entry.StateIdle {
+		t.Errorf("a change of keys it does not read leaves the lane %s, want idle", s)
+	}
+	restart := entry.NewRestart(e.Workload, "deployment-reads-a", at.Add(time.Second), 0)
+	both := []entry.Entry{e, restart}
+	entry.Narrate(both)
+	if both[1].Note != "" {
+		t.Errorf("a later restart is dated from a change of keys it does not read: %q", both[1].Note)
+	}
+}

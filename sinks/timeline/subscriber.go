@@ -2,6 +2,7 @@ package timeline
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
@@ -73,7 +74,11 @@ func FromRouter(ev router.Event) []entry.Entry {
 		source := ev.Source.Kind + " " + ev.Source.Name
 		out := make([]entry.Entry, 0, len(ev.Consumers))
 		for _, c := range ev.Consumers {
-			out = append(out, entry.NewChange(workloadOf(c), source, string(ev.Class), ev.ChangeTime, len(ev.Consumers)))
+			e := entry.NewChange(workloadOf(c), source, string(ev.Class), ev.ChangeTime, len(ev.Consumers))
+			if slices.Contains(ev.KeysUnread, c) {
+				e = entry.KeysUnread(e)
+			}
+			out = append(out, e)
 		}
 		return out
 	case router.PhaseChanged:

@@ -56,5 +56,11 @@ func (s *Stack) startFlux(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return waitHTTP(ctx, kc, "http://"+addr(kcHealth)+"/readyz")
+	if err := waitHTTP(ctx, kc, "http://"+addr(kcHealth)+"/readyz"); err != nil {
+		return err
+	}
+	if s.opts.HelmController == "" {
+		return nil
+	}
+	return s.startHelmController(ctx, env, common)
 }

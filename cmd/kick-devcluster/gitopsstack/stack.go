@@ -43,6 +43,11 @@ type Options struct {
 	BinDir string
 	// Argo, Flux and Rollouts choose the controllers to run.
 	Argo, Flux, Rollouts bool
+	// HelmController, with Flux, is the path of a helm-controller binary
+	// to run as well. The module proxy does not serve helm-controller, so
+	// it is not in BinDir: hack/gitops/build-helm-controller.sh builds it
+	// from a fetched checkout. Empty runs no helm-controller.
+	HelmController string
 	// ArgoNamespace, FluxNamespace and RolloutsNamespace default to
 	// argocd, flux-system and argo-rollouts.
 	ArgoNamespace, FluxNamespace, RolloutsNamespace string
@@ -107,6 +112,11 @@ func Start(ctx context.Context, c *controlplane.Cluster, opts Options) (_ *Stack
 	if opts.Rollouts {
 		need = append(need, "argo-rollouts", RolloutsCRDs)
 	}
+	if opts.Flux && opts.HelmController != "" {
+		if opts.HelmController, err = helmControllerPath(opts.HelmController); err != nil {
+			return nil, err
+		}
+	}
 	for _, f := range need {
 		if _, err := os.Stat(filepath.Join(opts.BinDir, f)); err != nil {
 			return nil, fmt.Errorf("missing %s in %s: run `make gitops-controllers` to build the GitOps controllers", f, opts.BinDir)
@@ -164,7 +174,8 @@ func (o Options) Any() bool { return o.Argo || o.Flux || o.Rollouts }
 
 // Runs reports whether the stack runs tool: "argocd", "flux" or "rollouts".
 func (s *Stack) Runs(tool string) bool {
-	return (tool == "argocd" && s.opts.Argo) || (tool == "flux" && s.opts.Flux) || (tool == "rollouts" && s.opts.Rollouts)
+	return (tool == "argocd" && s.opts.Argo) || (tool == "flux" && s.opts.Flux) || (tool == "rollouts" && s.opts.Rollouts) ||
+		(tool == "helm" && s.opts.Flux && s.opts.HelmController != "")
 }
 
 // Apply creates, or replaces, every object of a multi-document YAML
@@ -173,7 +184,8 @@ func (s *Stack) Apply(ctx context.Context, manifest string) error {
 	return s.apply.apply(ctx, manifest)
 }
 
-// start runs one controller binary of BinDir with its environment.
+// start runs one controller binary (of BinDir unless the path is
+// absolute) with its environment.
 func (s *Stack) start(name, binary string, env []string, args ...string) (*controlplane.Process, error) {
 	home := filepath.Join(s.dir, "home", name)
 	tmp := filepath.Join(s.dir, "tmp", name)
@@ -183,7 +195,10 @@ func (s *Stack) start(name, binary string, env []string, args ...string) (*contr
 		}
 	}
 	env = append([]string{"HOME=" + home, "TMPDIR=" + tmp, "KUBECONFIG=" + s.cluster.Kubeconfig}, env...)
-	p, err := controlplane.StartProcess(name, filepath.Join(s.opts.BinDir, binary), args, env, s.logDir)
+	if !filepath.IsAbs(binary) {
+		binary = filepath.Join(s.opts.BinDir, binary)
+	}
+	p, err := controlplane.StartProcess(name, binary, args, env, s.logDir)
 	if err != nil {
 		return nil, err
 	}

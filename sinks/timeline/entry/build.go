@@ -22,6 +22,15 @@ func NewChange(w Workload, source, class string, at time.Time, consumers int) En
 		Consumers: consumers, ID: id(typ, w, at, source)}
 }
 
+// KeysUnread marks a change entry of a consumer that reads only keys of
+// the source the change left alone: it awaits no restart of that workload
+// (unless its policy counts every key, restart.keys All).
+func KeysUnread(e Entry) Entry {
+	e.KeysUnread = true
+	e.Summary = e.Source + " changed, but none of the keys it reads"
+	return e
+}
+
 // Phase is one KickRequest phase transition.
 type Phase struct {
 	Request  string

@@ -60,6 +60,9 @@ type Entry struct {
 	Source string `json:"source,omitempty"`
 	// Consumers counts the managed workloads that consume Source.
 	Consumers int `json:"consumers,omitempty"`
+	// KeysUnread marks a change of keys the workload does not read: no
+	// restart awaits it (see KeysUnread). It names no key.
+	KeysUnread bool `json:"keysUnread,omitempty"`
 	// Request is the KickRequest's name, Phase the phase it entered.
 	Request string `json:"request,omitempty"`
 	Phase   string `json:"phase,omitempty"`

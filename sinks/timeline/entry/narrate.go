@@ -27,7 +27,7 @@ func Narrate(es []Entry) {
 		}
 		switch e.Type {
 		case Change:
-			if c.change == nil {
+			if c.change == nil && !e.KeysUnread {
 				t := e.Time
 				c.change, c.gate = &t, nil
 			}
@@ -138,7 +138,7 @@ func State(es []Entry) string {
 	for _, e := range es {
 		switch e.Type {
 		case Change:
-			if s != StateWaiting {
+			if s != StateWaiting && !e.KeysUnread {
 				s = StateChanged
 			}
 		case Gate:

@@ -239,11 +239,13 @@
 
   // markOf is the marker an entry gets: its type, except for a halted
   // fan-out: "halt" on the lane of the workload whose failed rollout halted
-  // it (the RolloutHalted Event), "held" on the lanes it holds (their gate);
+  // it (the RolloutHalted Event), "held" on the lanes it holds (their gate,
+  // and the HeldByRolloutHalt Event of their request);
   // and for a person's KickHold: "hold" on the lanes it holds (their gate
   // with reason Held, and the HeldByKickHold Event).
   function markOf(e) {
     if (e.reason === "RolloutHalted") return e.type === "gate" ? "held" : "halt";
+    if (e.reason === "HeldByRolloutHalt") return "held";
     if ((e.type === "gate" && e.reason === "Held") || e.reason === "HeldByKickHold") return "hold";
     return e.type;
   }

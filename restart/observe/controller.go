@@ -403,7 +403,9 @@ func (r *SourceReconciler) consumers(ctx context.Context, kind string, src clien
 	sel := client.MatchingFields{discovery.SourceIndex: discovery.IndexKey(kind, src.GetName())}
 	for _, wk := range r.Kinds.Kinds() {
 		list := wk.NewList()
-		if err := r.Client.List(ctx, list, client.InNamespace(src.GetNamespace()), sel); err != nil {
+		// The consumers are only read (labels, annotations, pod template): the cache's own
+		// objects, not copies.
+		if err := r.Client.List(ctx, list, client.InNamespace(src.GetNamespace()), sel, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("list %s consuming %s %s/%s: %w", wk.Target, kind, src.GetNamespace(), src.GetName(), err)
 		}
 		err := meta.EachListItem(list, func(o runtime.Object) error {

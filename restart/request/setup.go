@@ -197,6 +197,16 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	for _, w := range opts.Wakes {
 		b = b.Watches(w.Object, wakeHandler(mgr.GetClient(), w))
 	}
+	// A wave's bake starts again when a StatefulSet or DaemonSet of it
+	// comes back from unavailability; they record no such moment
+	// themselves (availability.go).
+	if available := r.mem.waveCache().availability(); available != nil {
+		for _, kind := range opts.Kinds.Objects() {
+			if _, ok := availabilityKey(kind); ok {
+				b = b.Watches(kind, availabilityHandler(available, opts.Now))
+			}
+		}
+	}
 	if err := b.Complete(r); err != nil {
 		return err
 	}

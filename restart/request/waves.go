@@ -69,6 +69,18 @@ type waveCache struct {
 	mu      sync.Mutex
 	entries map[string]waveEntry
 	done    completions
+	// available is when StatefulSets and DaemonSets last became available
+	// again (see availability.go).
+	available availabilityMemory
+}
+
+// availability is the cache's memory of StatefulSets and DaemonSets that
+// became available again; nil without a cache.
+func (c *waveCache) availability() *availabilityMemory {
+	if c == nil {
+		return nil
+	}
+	return &c.available
 }
 
 type waveEntry struct {
@@ -211,6 +223,9 @@ func (b *Batch) waveMember(ctx context.Context, w client.Object, wave int) (asse
 	}
 	m.Since, m.Complete, m.Status = r.Since, r.Complete, r.Message
 	m.AvailableSince = availableSince(w)
+	if m.AvailableSince.IsZero() {
+		m.AvailableSince = b.shared.availability().since(w)
+	}
 	var kr kickv1alpha1.KickRequest
 	err = b.c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: kickv1alpha1.RequestName(ref.Kind, ref.Name)}, &kr, client.UnsafeDisableDeepCopy)
 	switch {
@@ -235,7 +250,8 @@ func (b *Batch) waveMember(ctx context.Context, w client.Object, wave int) (asse
 
 // availableSince is when a Deployment last became available (its Available
 // condition's transition to True); zero for other kinds, which record no
-// such moment, and while it is not available.
+// such moment (the manager remembers it for StatefulSets and DaemonSets,
+// availabilityMemory), and while it is not available.
 func availableSince(w client.Object) time.Time {
 	d, ok := w.(*appsv1.Deployment)
 	if !ok {

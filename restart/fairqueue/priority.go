@@ -31,6 +31,10 @@ type Options[T comparable] struct {
 	// every object of that namespace); they queue at low priority. Nil
 	// drops what is over the limit for good.
 	Refill func(namespace string) []T
+	// Dropped, when set, is told of every item dropped over the limit,
+	// with its namespace; first is set for the first drop since the
+	// namespace last drained. It must not call into the queue.
+	Dropped func(namespace string, first bool)
 }
 
 // NewPriority returns a controller-runtime priority queue
@@ -137,7 +141,11 @@ func (q *Priority[T]) add(item T, priority int, after time.Duration) bool {
 	if e == nil {
 		ns := q.opts.NamespaceOf(item)
 		if q.opts.Limit > 0 && q.perNS[ns] >= q.opts.Limit {
+			first := !q.overflowed[ns]
 			q.overflowed[ns] = true
+			if q.opts.Dropped != nil {
+				q.opts.Dropped(ns, first)
+			}
 			return false
 		}
 		e = &entry[T]{item: item, ns: ns, priority: priority, index: -1}

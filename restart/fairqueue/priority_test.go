@@ -156,6 +156,10 @@ func TestNamespaceOverItsLimit(t *testing.T) {
 		return []reconcile.Request{req(ns, "late-00"), req(ns, "late-01")}
 	})
 	defer q.ShutDown()
+	var drops []string
+	q.opts.Dropped = func(ns string, first bool) {
+		drops = append(drops, fmt.Sprintf("%s:%t", ns, first))
+	}
 	for i := range 15 {
 		q.Add(req("attacker", fmt.Sprintf("kr-%02d", i)))
 	}
@@ -163,6 +167,10 @@ func TestNamespaceOverItsLimit(t *testing.T) {
 	q.Add(req("bystander", "web"))
 	if n := q.Len(); n != 11 {
 		t.Fatalf("%d items queued, want the attacker's 10 and the bystander's 1", n)
+	}
+	q.opts.Dropped = nil
+	if want := "[attacker:true attacker:false attacker:false attacker:false attacker:false attacker:false]"; fmt.Sprint(drops) != want {
+		t.Errorf("drops reported %v, want %s", drops, want)
 	}
 	for range 11 {
 		get(t, q)

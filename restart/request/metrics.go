@@ -19,6 +19,7 @@ type Metrics struct {
 	driverEvents *prometheus.CounterVec
 	undated      prometheus.Gauge
 	unrecorded   prometheus.Gauge
+	queueDropped prometheus.Counter
 }
 
 // NewMetrics creates the metrics and registers them with reg (nil: not
@@ -55,9 +56,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "kick_requests_unrecorded_restarts",
 			Help: "KickRequests following a restart the driver applied whose status does not record it yet (the first write waits 5 s, 60 s while 10 or more wait).",
 		}),
+		queueDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kick_request_queue_dropped_total",
+			Help: "KickRequest reconciles not queued because their namespace had its bound of queued requests already; its requests are listed again once its backlog drained.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.restarts, m.errors, m.latency, m.gateWait, m.driverEvents, m.undated, m.unrecorded)
+		reg.MustRegister(m.requests, m.restarts, m.errors, m.latency, m.gateWait, m.driverEvents, m.undated, m.unrecorded, m.queueDropped)
 	}
 	return m
 }
@@ -121,5 +126,13 @@ func (m *Metrics) unrecordedRollouts(n int) {
 func (m *Metrics) decision(d string) {
 	if m != nil {
 		m.driverEvents.WithLabelValues(d).Inc()
+	}
+}
+
+// requestQueueDropped counts a KickRequest reconcile dropped over its
+// namespace's bound.
+func (m *Metrics) requestQueueDropped() {
+	if m != nil {
+		m.queueDropped.Inc()
 	}
 }

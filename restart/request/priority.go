@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -91,7 +92,7 @@ const QueueLimitPerNamespace = 4096
 // items; what comes over that is dropped, and once the namespace's backlog
 // has drained, every KickRequest of the namespace is queued again from the
 // cache (at low priority), so a dropped look is late, never lost.
-func namespaceTurns(c client.Reader) func(string, workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+func namespaceTurns(c client.Reader, m *Metrics, logger logr.Logger) func(string, workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	return func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 		return fairqueue.NewPriority(fairqueue.Options[reconcile.Request]{
 			Name:        name,
@@ -99,6 +100,13 @@ func namespaceTurns(c client.Reader) func(string, workqueue.TypedRateLimiter[rec
 			NamespaceOf: func(r reconcile.Request) string { return r.Namespace },
 			Limit:       QueueLimitPerNamespace,
 			Refill:      func(ns string) []reconcile.Request { return requestsIn(context.Background(), c, ns) },
+			Dropped: func(ns string, first bool) {
+				m.requestQueueDropped()
+				if first {
+					logger.Info("a namespace has more KickRequests queued than its bound; the rest are looked at once its backlog drained",
+						"namespace", ns, "bound", QueueLimitPerNamespace)
+				}
+			},
 		})
 	}
 }

@@ -2,6 +2,7 @@ package request
 
 import (
 	"context"
+	"github.com/go-logr/logr"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,7 +18,7 @@ import (
 func TestRolloutEventsQueueBehindNewWork(t *testing.T) {
 	// The KickRequest controller's own queue (it takes turns between
 	// namespaces, and keeps priorities).
-	q := namespaceTurns(nil)("test", nil).(priorityqueue.PriorityQueue[reconcile.Request])
+	q := namespaceTurns(nil, nil, logr.Discard())("test", nil).(priorityqueue.PriorityQueue[reconcile.Request])
 	defer q.ShutDown()
 	tracking := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "shop", Name: "deployment-web"}}
 	fresh := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "shop", Name: "deployment-api"}}

@@ -178,7 +178,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1),
-			NewQueue:                namespaceTurns(mgr.GetClient()),
+			NewQueue:                namespaceTurns(mgr.GetClient(), opts.Metrics, mgr.GetLogger().WithName("kickrequest-queue")),
 		})
 	if !opts.NoHolds {
 		// A hold that starts, changes or ends concerns the open requests

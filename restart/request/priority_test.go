@@ -2,9 +2,9 @@ package request
 
 import (
 	"context"
-	"github.com/go-logr/logr"
 	"testing"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"

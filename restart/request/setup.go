@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +23,7 @@ import (
 	"github.com/kick-operator/kick/gitops"
 	"github.com/kick-operator/kick/restart/budget"
 	"github.com/kick-operator/kick/restart/discovery"
+	"github.com/kick-operator/kick/restart/fairqueue"
 	"github.com/kick-operator/kick/restart/inflight"
 	"github.com/kick-operator/kick/restart/tracing"
 	"github.com/kick-operator/kick/restart/workload"
@@ -239,6 +241,12 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		Reconciler:              driver,
 		MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1),
 		RateLimiter:             driverRateLimiter(),
+		// Turns between namespaces: a Secret that 500 workloads of one
+		// namespace consume queues 500 looks at once, and another
+		// namespace's change waits behind one of them, not all.
+		NewQueue: func(name string, rl workqueue.TypedRateLimiter[WorkloadKey]) workqueue.TypedRateLimitingInterface[WorkloadKey] {
+			return fairqueue.New(name, rl, func(k WorkloadKey) string { return k.Namespace })
+		},
 	})
 	if err != nil {
 		return err

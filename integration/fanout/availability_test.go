@@ -64,12 +64,24 @@ restart:
 	// middle of the bake, so a bake counted from the completion ends
 	// visibly before one counted from the drop.
 	time.Sleep(time.Until(canary.Status.CompletionTime.Add(midBake)))
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.NS, Name: "store-0"}}
+	pod := &corev1.Pod{}
+	if err := f.Env.Client.Get(f.Ctx, client.ObjectKey{Namespace: f.NS, Name: "store-0"}, pod); err != nil {
+		t.Fatalf("read the canary's pod: %v", err)
+	}
+	gone := pod.UID
 	dropped := time.Now()
 	if err := f.Env.Client.Delete(f.Ctx, pod); err != nil {
 		t.Fatalf("delete the canary's pod: %v", err)
 	}
-	cluster.Eventually(t, time.Minute, "the StatefulSet to be available again", available)
+	cluster.Eventually(t, time.Minute, "a new canary pod, and the StatefulSet available again", func() (bool, error) {
+		if err := f.Env.Client.Get(f.Ctx, client.ObjectKey{Namespace: f.NS, Name: "store-0"}, pod); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		if pod.UID == gone {
+			return false, nil
+		}
+		return available()
+	})
 
 	f.WaitPhase("deployment-app-00", kickv1alpha1.PhaseSucceeded, 2*time.Minute)
 	watch.WaitSettled(t, time.Minute, 1, names...)

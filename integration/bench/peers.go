@@ -34,6 +34,10 @@ const (
 	// kick-manager-argocd, the build that links the Argo CD integration.
 	// Flux is switched off, so only Argo CD's cost is added.
 	peerKickArgoCD = "kick-argocd"
+	// peerKickBase is another build of KICK (its binary is required), run
+	// in the same rounds as kick: a change is judged by both builds' ratios
+	// to the floor measured side by side, not by runs from two sittings.
+	peerKickBase = "kick-base"
 )
 
 // parsePeers turns "floor,kick,reloader=/path" into harness runs.
@@ -69,6 +73,12 @@ func parsePeers(spec string) ([]peer, error) {
 			}
 			out = append(out, peer{name, []string{"-upstream-crds", "-controller", path + " --kubeconfig {kubeconfig} --namespace kick-system" +
 				" --enable-flux=false --metrics-bind-address {metrics-addr} --health-probe-bind-address {probe-addr}"}})
+		case peerKickBase:
+			if path == "" {
+				return nil, fmt.Errorf("kick-base needs the other build's binary: kick-base=/path/to/kick-manager")
+			}
+			out = append(out, peer{name, []string{"-controller", path + " --kubeconfig {kubeconfig} --namespace kick-system" +
+				" --metrics-bind-address {metrics-addr} --health-probe-bind-address {probe-addr}"}})
 		case peerReloader:
 			if path == "" {
 				return nil, fmt.Errorf("reloader needs its binary: reloader=/path/to/reloader (see docs/operations/performance.md)")
@@ -80,7 +90,7 @@ func parsePeers(spec string) ([]peer, error) {
 				"-workload-annotations", "reloader.stakater.com/auto=true",
 				"-controller", "env KUBECONFIG={kubeconfig} " + path + " --namespaces-to-ignore=kube-system"}})
 		default:
-			return nil, fmt.Errorf("unknown peer %q; use floor, kick, kick-argocd and reloader=PATH", name)
+			return nil, fmt.Errorf("unknown peer %q; use floor, kick, kick-argocd, kick-base=PATH and reloader=PATH", name)
 		}
 	}
 	if !seen[peerKick] {
@@ -283,6 +293,14 @@ func compare(runs []PeerRun) []Comparison {
 					ratios[peerKick+"/"+other] = append(ratios[peerKick+"/"+other], kick/v)
 				}
 			}
+			if base, ok := measured[peerKickBase]; ok {
+				if v, ok := measured[peerFloor]; ok && v > 0 {
+					ratios[peerKickBase+"/"+peerFloor] = append(ratios[peerKickBase+"/"+peerFloor], base/v)
+				}
+				if hasKick && base > 0 {
+					ratios[peerKick+"/"+peerKickBase] = append(ratios[peerKick+"/"+peerKickBase], kick/base)
+				}
+			}
 			if v, ok := measured[peerKickArgoCD]; ok && hasKick && kick > 0 {
 				ratios[peerKickArgoCD+"/"+peerKick] = append(ratios[peerKickArgoCD+"/"+peerKick], v/kick)
 			}
@@ -344,7 +362,7 @@ func medianOfRounds(vs []float64) float64 {
 }
 
 // ratioKeys are the ratio columns of the comparison.
-var ratioKeys = []string{peerKick + "/" + peerFloor, peerKick + "/" + peerReloader, peerKickArgoCD + "/" + peerKick}
+var ratioKeys = []string{peerKick + "/" + peerFloor, peerKickBase + "/" + peerFloor, peerKick + "/" + peerKickBase, peerKick + "/" + peerReloader, peerKickArgoCD + "/" + peerKick}
 
 func printComparison(w io.Writer, res *PeerResults) {
 	names := make([]string, 0, len(res.Runs))

@@ -88,9 +88,18 @@ func waitHalted(t *testing.T, f *fixture.F, others int) *kickv1alpha1.KickReques
 	if src := failed.Status.RestartedFor; src == nil || src.String() != "Secret/shared" {
 		t.Errorf("the failed request says it restarted for %v, want Secret/shared", src)
 	}
+	// The held requests name the failed workload in their message and,
+	// for tools, in status.gate.cause.
+	cause := kickv1alpha1.GateCause{APIVersion: "apps/v1", Kind: "Deployment", Namespace: f.NS, Name: failed.Spec.TargetRef.Name}
 	for _, kr := range f.Requests() {
-		if kr.Status.Phase == kickv1alpha1.PhaseWaitingForGate && !strings.Contains(kr.Status.Gate.Message, "halted after Deployment "+f.NS+"/"+failed.Spec.TargetRef.Name+" failed its rollout") {
+		if kr.Status.Phase != kickv1alpha1.PhaseWaitingForGate {
+			continue
+		}
+		if !strings.Contains(kr.Status.Gate.Message, "halted after Deployment "+f.NS+"/"+failed.Spec.TargetRef.Name+" failed its rollout") {
 			t.Errorf("held request %s does not name the failed workload: %q", kr.Name, kr.Status.Gate.Message)
+		}
+		if got := kr.Status.Gate.Cause; got == nil || *got != cause {
+			t.Errorf("held request %s has gate cause %v, want %+v", kr.Name, got, cause)
 		}
 	}
 	want := fmt.Sprintf("Secret/shared: halted after Deployment %s/%s failed its rollout; %d restarts held", f.NS, failed.Spec.TargetRef.Name, others)

@@ -48,7 +48,7 @@ func (a *adopter) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	}
 	for _, obj := range selected {
 		k := WorkloadKey{Kind: workload.KindOf(obj), Namespace: obj.GetNamespace(), Name: obj.GetName()}
-		if err := a.driver.ensure(ctx, k, handoff{}); err != nil {
+		if err := a.driver.ensureNow(ctx, k); err != nil {
 			return ctrl.Result{}, err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -76,6 +77,9 @@ type Driver struct {
 	Budget *budget.Budget
 
 	handed handedChanges
+	// lastRestart is when this driver last restarted a workload at once
+	// (unix nanoseconds; see fanOutQuiet).
+	lastRestart atomic.Int64
 	// identifying are the workloads whose rollout the driver is waiting to
 	// date before it decides (see identifyGrace).
 	identifying identifyWaits
@@ -83,6 +87,34 @@ type Driver struct {
 	// wrote and the restarts the driver is applying now. Nil turns the
 	// driver's own restarts off.
 	mem *memory
+}
+
+// While the driver keeps restarting workloads (its last restart less than
+// fanOutQuiet ago), the requests naming its restarts wait, each for at most
+// recordMaxWait after its restart: in a fan-out every restart goes out
+// before the bookkeeping of any, so KICK's own writes (a request and, once
+// it exists, its reconciles following the rollout) do not slow down the
+// restarts still to come on an API server they share. A crash meanwhile
+// loses nothing: each restarted workload carries its note, from which the
+// next manager writes the request (unrecordedRestart).
+const (
+	fanOutQuiet   = 100 * time.Millisecond
+	recordMaxWait = 2 * time.Second
+)
+
+// recordWait is how long the request of the workload's restart, applied by
+// this process, may still wait (see fanOutQuiet); 0 to write it now.
+func (d *Driver) recordWait(k WorkloadKey) time.Duration {
+	o, ok := d.mem.owed(k.memoryKey())
+	if !ok || o.restartedBy.IsZero() {
+		return 0
+	}
+	now := d.Now()
+	until := time.Unix(0, d.lastRestart.Load()).Add(fanOutQuiet)
+	if deadline := o.restartedBy.Add(recordMaxWait); deadline.Before(until) {
+		until = deadline
+	}
+	return max(until.Sub(now), 0)
 }
 
 // lookAgain is how soon the driver looks again at a workload whose restart,
@@ -128,6 +160,9 @@ func (s *routerSource) Start(ctx context.Context, q workqueue.TypedRateLimitingI
 
 // Reconcile looks at one workload (reconcile.TypedReconciler).
 func (d *Driver) Reconcile(ctx context.Context, k WorkloadKey) (reconcile.Result, error) {
+	if wait := d.recordWait(k); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
 	handed := d.handed.get(k)
 	err := d.ensure(ctx, k, handed)
 	d.Records.Looked(k.lookKey())
@@ -142,6 +177,10 @@ func (d *Driver) Reconcile(ctx context.Context, k WorkloadKey) (reconcile.Result
 		if errors.As(err, &later) {
 			return reconcile.Result{RequeueAfter: later.after}, nil
 		}
+		if errors.Is(err, errRecordNext) {
+			// The handed change is answered once the request names it.
+			return reconcile.Result{RequeueAfter: max(d.recordWait(k), time.Nanosecond)}, nil
+		}
 		d.Metrics.error("driver", "Ensure")
 		return reconcile.Result{}, err
 	}
@@ -149,6 +188,17 @@ func (d *Driver) Reconcile(ctx context.Context, k WorkloadKey) (reconcile.Result
 	d.identifying.done(k)
 	d.handed.answered(k, handed)
 	return reconcile.Result{}, nil
+}
+
+// ensureNow is ensure for a caller outside the driver's queue (the
+// adopter): the request of a restart it makes is written in the same call,
+// since no later look of the queue is coming to write it.
+func (d *Driver) ensureNow(ctx context.Context, k WorkloadKey) error {
+	err := d.ensure(ctx, k, handoff{})
+	if errors.Is(err, errRecordNext) {
+		err = d.ensure(ctx, k, handoff{})
+	}
+	return err
 }
 
 // ensure is the coalescer of model §10 for one workload.
@@ -182,7 +232,10 @@ func (d *Driver) ensure(ctx context.Context, k WorkloadKey, handed handoff) erro
 	if o, ok := d.unrecordedRestart(k, h, requests.Items); ok {
 		// A restart without its request (written right after the restart,
 		// and refused or cut short by a manager stop): write it now.
-		_, err := d.recordRestart(ctx, k, h.Target, finished, o, tracing.Change{})
+		_, err := d.recordRestart(ctx, k, h.Target, finished, o)
+		// The claim a restart at once left ends with the first try of its
+		// request (a write refused again is retried from the debt).
+		d.mem.settleClaim(k.memoryKey(), o)
 		return err
 	}
 	for i := range requests.Items {
@@ -254,7 +307,7 @@ func refused(err error) bool {
 	return errors.Is(err, errLookAgain) || apierrors.IsConflict(err)
 }
 
-// owedRequest is a restart the driver applied whose request is not written
+// wake has the request reconciler look at kr now.
 func (d *Driver) wake(ctx context.Context, kr *kickv1alpha1.KickRequest) {
 	if d.Wake == nil {
 		return

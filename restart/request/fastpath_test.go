@@ -218,3 +218,52 @@ func TestControllingWorkload(t *testing.T) {
 		}
 	}
 }
+
+// A restart whose request is owed keeps its claim until the request is
+// written (paid), or its first write was tried (settleClaim); a workload
+// that disappeared drops both.
+func TestAnOwedRequestHoldsItsClaim(t *testing.T) {
+	at := time.Unix(100, 0)
+	const web = "ns/Deployment/web"
+	owed := owedRequest{value: freshness.FormatStamp(at), claim: at}
+
+	m := newMemory()
+	m.claim(web, at)
+	m.owe(web, owed)
+	if _, held := m.claimed(web); !held {
+		t.Fatal("owing the request ended the claim")
+	}
+	m.paid(web, "another restart")
+	if _, held := m.claimed(web); !held {
+		t.Fatal("a request naming another restart ended the claim")
+	}
+	m.paid(web, owed.value)
+	if _, held := m.claimed(web); held {
+		t.Fatal("the claim outlived its request")
+	}
+	if got := m.pendingStamp(web, at.Add(-time.Second)); !got.Equal(at) {
+		t.Fatalf("the restart paid for is not remembered as applied: %v", got)
+	}
+
+	m = newMemory()
+	m.claim(web, at)
+	m.owe(web, owed)
+	m.settleClaim(web, owed)
+	if _, held := m.claimed(web); held {
+		t.Fatal("a tried write left the claim")
+	}
+	if o, ok := m.owed(web); !ok || !o.claim.IsZero() {
+		t.Fatalf("after the claim settled the debt is %+v, %v; want it owed without a claim", o, ok)
+	}
+	if !m.claim(web, at.Add(time.Second)) {
+		t.Fatal("a new restart cannot claim the workload")
+	}
+
+	m = newMemory()
+	m.claim(web, at)
+	m.owe(web, owed)
+	m.forgetDebt(web)
+	if _, held := m.claimed(web); held {
+		t.Fatal("a deleted workload's claim stays")
+	}
+}

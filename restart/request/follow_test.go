@@ -2,6 +2,7 @@ package request
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/assess"
@@ -101,6 +103,10 @@ func TestTheDriverHoldsItsClaimUntilTheRequestIsWritten(t *testing.T) {
 	target := WorkloadKey{Kind: kickv1alpha1.TargetDeployment, Namespace: "shop", Name: "web"}
 	var claimedWhileWriting, wrote bool
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(dep, finished).
+		WithIndex(&kickv1alpha1.KickRequest{}, TargetIndex, func(obj client.Object) []string {
+			kr := obj.(*kickv1alpha1.KickRequest)
+			return []string{workload.TargetKey(kr.Spec.TargetRef.Kind, kr.Spec.TargetRef.Name)}
+		}).
 		WithInterceptorFuncs(interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 			if _, ok := obj.(*kickv1alpha1.KickRequest); ok {
 				wrote = true
@@ -108,7 +114,8 @@ func TestTheDriverHoldsItsClaimUntilTheRequestIsWritten(t *testing.T) {
 			}
 			return c.Patch(ctx, obj, patch, opts...)
 		}}).Build()
-	d := &Driver{Client: c, Kinds: workload.Builtin(), Now: func() time.Time { return t0 }, mem: mem}
+	now := t0
+	d := &Driver{Client: c, Kinds: workload.Builtin(), Now: func() time.Time { return now }, mem: mem}
 	var live appsv1.Deployment
 	if err := c.Get(context.Background(), client.ObjectKeyFromObject(dep), &live); err != nil {
 		t.Fatal(err)
@@ -122,8 +129,24 @@ func TestTheDriverHoldsItsClaimUntilTheRequestIsWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := assess.Assessment{Latest: freshness.At(t0.Add(-time.Second))}
-	if err := d.restartNow(context.Background(), target, h, &kr, a, handoff{}); err != nil {
-		t.Fatal(err)
+	if err := d.restartNow(context.Background(), target, h, &kr, a, handoff{}); !errors.Is(err, errRecordNext) {
+		t.Fatalf("the restart's look ended with %v, want the request put off to the next look", err)
+	}
+	if wrote {
+		t.Fatal("the request was written in the restart's own look, before the looks queued behind it")
+	}
+	if _, held := mem.claimed(target.memoryKey()); !held {
+		t.Fatal("the restart is not claimed while its request is owed")
+	}
+	// A look while the driver is still restarting others puts it off.
+	if res, err := d.Reconcile(context.Background(), target); err != nil || res.RequeueAfter != fanOutQuiet || wrote {
+		t.Fatalf("a look right after the restart: %+v, %v, request written: %v; want it put off by %v", res, err, wrote, fanOutQuiet)
+	}
+	// The next look, once the driver has been quiet, writes it.
+	now = now.Add(fanOutQuiet)
+	res, err := d.Reconcile(context.Background(), target)
+	if err != nil || res != (reconcile.Result{}) {
+		t.Fatalf("the look after the restart: %+v, %v", res, err)
 	}
 	if !wrote {
 		t.Fatal("the driver wrote no request")
@@ -176,5 +199,42 @@ func TestARequestLeavesAnOwedRestartToTheDriver(t *testing.T) {
 	s.now = now.Add(driverLookWait)
 	if s.owedByDriver() {
 		t.Error("a debt older than driverLookWait still holds the request")
+	}
+}
+
+// The request of a restart waits while the driver keeps restarting other
+// workloads, but never longer than recordMaxWait after its restart; a
+// restart recovered from a note (another process's) is recorded at once.
+func TestARestartsRequestWaitsForTheFanOut(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 1, 0, 0, 0, time.UTC)
+	now := t0
+	d := &Driver{Now: func() time.Time { return now }, mem: newMemory()}
+	web := WorkloadKey{Kind: kickv1alpha1.TargetDeployment, Namespace: "shop", Name: "web"}
+	if got := d.recordWait(web); got != 0 {
+		t.Fatalf("no restart owed, yet its request waits %v", got)
+	}
+	d.mem.owe(web.memoryKey(), owedRequest{value: "v", restartedBy: t0})
+	for _, step := range []struct {
+		lastRestart, now time.Duration
+		want             time.Duration
+	}{
+		{lastRestart: 0, now: 0, want: fanOutQuiet},
+		{lastRestart: 50 * time.Millisecond, now: 100 * time.Millisecond, want: 50 * time.Millisecond},
+		{lastRestart: 50 * time.Millisecond, now: 150 * time.Millisecond, want: 0},
+		// A fan-out that goes on: the restart's request waits at most recordMaxWait.
+		{lastRestart: recordMaxWait - 10*time.Millisecond, now: recordMaxWait - 20*time.Millisecond, want: 20 * time.Millisecond},
+		{lastRestart: recordMaxWait, now: recordMaxWait, want: 0},
+	} {
+		d.lastRestart.Store(t0.Add(step.lastRestart).UnixNano())
+		now = t0.Add(step.now)
+		if got := d.recordWait(web); got != step.want {
+			t.Errorf("last restart at +%v, now +%v: the request waits %v, want %v", step.lastRestart, step.now, got, step.want)
+		}
+	}
+	// A debt read from a workload's note after a manager restart.
+	d.mem.owe(web.memoryKey(), owedRequest{value: "v"})
+	d.lastRestart.Store(now.UnixNano())
+	if got := d.recordWait(web); got != 0 {
+		t.Errorf("a restart recovered from its note waits %v for its request", got)
 	}
 }

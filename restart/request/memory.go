@@ -89,20 +89,48 @@ func (m *memory) owed(target string) (owedRequest, bool) {
 	return o, ok
 }
 
-// forgetDebt drops the debt of a workload that no longer exists.
+// forgetDebt drops the debt of a workload that no longer exists, and the
+// claim the debt held.
 func (m *memory) forgetDebt(target string) {
 	m.mu.Lock()
+	if d, ok := m.debts[target]; ok && !d.claim.IsZero() {
+		delete(m.claims, target)
+	}
 	delete(m.debts, target)
 	m.mu.Unlock()
 }
 
-// paid forgets the debt of the restart with value once a request names it.
+// paid forgets the debt of the restart with value once a request names it,
+// ending the claim it held as applied.
 func (m *memory) paid(target, value string) {
 	m.mu.Lock()
-	if m.debts[target].value == value {
+	if d, ok := m.debts[target]; ok && d.value == value {
+		m.settleLocked(target, d)
 		delete(m.debts, target)
 	}
 	m.mu.Unlock()
+}
+
+// settleClaim ends the claim o held, as applied: the restart reached the
+// workload. The debt stays until paid.
+func (m *memory) settleClaim(target string, o owedRequest) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.settleLocked(target, o)
+	if d, ok := m.debts[target]; ok && d.value == o.value {
+		d.claim = time.Time{}
+		m.debts[target] = d
+	}
+}
+
+func (m *memory) settleLocked(target string, o owedRequest) {
+	if o.claim.IsZero() {
+		return
+	}
+	if held, ok := m.claims[target]; ok && held.Equal(o.claim) {
+		delete(m.claims, target)
+		m.stamps[target] = o.claim
+	}
 }
 
 // claim marks that the driver is about to restart the workload with stamp;

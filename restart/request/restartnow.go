@@ -2,6 +2,7 @@ package request
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -76,33 +77,44 @@ func (d *Driver) restartNow(ctx context.Context, k WorkloadKey, h workload.Handl
 		return errLookAgain
 	}
 	d.Records.Looked(k.lookKey()) // the change's record may follow now
-	d.mem.owe(target, owedRequest{value: value, change: a.Latest})
+	d.lastRestart.Store(d.Now().UnixNano())
+	o := owedRequest{value: value, change: a.Latest, claim: stamp, trace: tc, restarted: started, restartedBy: d.Now()}
+	if d.Tracer != nil {
+		o.cycle = changeCycle(k, a, handed)
+	}
+	d.mem.owe(target, o)
 	logger.Info("restarted workload", "via", h.Ref().String(), "stamp", value)
 	d.Metrics.restart(kickv1alpha1.ProviderNone, "started")
 	d.Metrics.observeLatency(d.Now().Sub(a.Latest.Latest))
-	// The claim holds until the request names the restart: a request
-	// reconcile in between (the change's record wakes it) would otherwise
-	// find the stamp applied but not named, follow the rollout as its own
-	// and record Executing at once, then again once it saw the driver's
-	// reopen: two status writes and an Event more than the driver's
-	// restart costs (see deferStatus).
-	kr, err := d.recordRestart(ctx, k, h.Target, finished, owedRequest{value: value, change: a.Latest}, tc)
-	d.mem.settle(target, stamp, true)
-	if err != nil {
-		return err
-	}
-	if d.Tracer != nil && kr != nil {
-		c := changeCycle(k, a, handed)
-		c.Request = kr.Name
-		d.Tracer.Restarted(ctx, tc.Traceparent(), c, started, d.Now())
-	}
-	return nil
+	// The request naming the restart is written at a later look of the
+	// workload, once the driver has stopped restarting others for a moment
+	// (fanOutQuiet). Until then the debt is in memory and, for a crash, in
+	// the workload's note (unrecordedRestart). The claim
+	// holds until that write: a request reconcile in between (the change's
+	// record wakes it) would otherwise find the stamp applied but not
+	// named, follow the rollout as its own and record Executing at once,
+	// then again once it saw the driver's reopen: two status writes and an
+	// Event more than the driver's restart costs (see deferStatus).
+	return errRecordNext
 }
 
+// errRecordNext ends a look that restarted the workload: the request that
+// names the restart is written by a later look (see recordWait).
+var errRecordNext = errors.New("restarted; the request is written at the next look")
+
+// owedRequest is a restart the driver applied whose request is not written
 // yet: the stamp's value and the change it answered.
 type owedRequest struct {
 	value  string
 	change freshness.Change
+	// claim, when set, is the driver's claim on the workload (memory.claim)
+	// that ends once the request is written, or its first write failed.
+	claim time.Time
+	// trace, cycle, restarted and restartedBy describe the restart to the
+	// tracer once its request is named (zero without a tracer).
+	trace                  tracing.Change
+	cycle                  tracing.Cycle
+	restarted, restartedBy time.Time
 }
 
 // recordRestart writes the request of a restart already applied with
@@ -110,15 +122,15 @@ type owedRequest struct {
 // naming the stamp, so the request reconciler follows that rollout instead
 // of restarting. Until it succeeds the debt stays in memory (and on the
 // workload, in its note) and the next look at the workload pays it.
-func (d *Driver) recordRestart(ctx context.Context, k WorkloadKey, target client.Object, finished *kickv1alpha1.KickRequest, o owedRequest, tc tracing.Change) (*kickv1alpha1.KickRequest, error) {
+func (d *Driver) recordRestart(ctx context.Context, k WorkloadKey, target client.Object, finished *kickv1alpha1.KickRequest, o owedRequest) (*kickv1alpha1.KickRequest, error) {
 	var kr *kickv1alpha1.KickRequest
 	var err error
 	if finished != nil {
 		d.Metrics.decision("reopened")
-		kr, err = d.annotate(ctx, finished, o.change, o.value, tc)
+		kr, err = d.annotate(ctx, finished, o.change, o.value, o.trace)
 	} else {
 		d.Metrics.decision("created")
-		kr, err = d.create(ctx, k.Kind, target, o.change, o.value, tc)
+		kr, err = d.create(ctx, k.Kind, target, o.change, o.value, o.trace)
 	}
 	if err != nil {
 		return nil, err
@@ -126,6 +138,11 @@ func (d *Driver) recordRestart(ctx context.Context, k WorkloadKey, target client
 	d.mem.paid(k.memoryKey(), o.value)
 	if kr != nil {
 		d.wake(ctx, kr)
+		if d.Tracer != nil && !o.restarted.IsZero() {
+			c := o.cycle
+			c.Request = kr.Name
+			d.Tracer.Restarted(ctx, o.trace.Traceparent(), c, o.restarted, o.restartedBy)
+		}
 	}
 	return kr, nil
 }

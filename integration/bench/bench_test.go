@@ -13,7 +13,8 @@ import (
 
 // TestQuickSmoke runs the whole benchmark in -quick mode against the
 // kick-manager binary: every phase must produce numbers and every change a
-// restart (a small burst included). Speed targets are for `make bench`.
+// restart (two small bursts included, each counted). Speed targets are for
+// `make bench`.
 func TestQuickSmoke(t *testing.T) {
 	manager := cluster.Binary(t, "kick-manager")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
@@ -25,7 +26,7 @@ func TestQuickSmoke(t *testing.T) {
 			t.Logf("controller log (tail):\n%s", tail(logPath, 8000))
 		}
 	})
-	args := []string{"-quick", "-json", jsonPath, "-bin-dir", cluster.K8sBinDir(t), "-controller-log", logPath,
+	args := []string{"-quick", "-bursts", "2", "-json", jsonPath, "-bin-dir", cluster.K8sBinDir(t), "-controller-log", logPath,
 		"-controller", manager + " --kubeconfig {kubeconfig} --namespace kick-system" +
 			" --metrics-bind-address {metrics-addr} --health-probe-bind-address {probe-addr}"}
 	var report bytes.Buffer
@@ -39,9 +40,17 @@ func TestQuickSmoke(t *testing.T) {
 	if res.Memory.PeakMB == 0 || res.Memory.SteadyMB == 0 {
 		t.Errorf("no memory samples: steady %.1f MB, peak %.1f MB", res.Memory.SteadyMB, res.Memory.PeakMB)
 	}
-	if res.Single.Restarts != res.Rounds || res.Burst.Restarted != res.Deployments {
-		t.Errorf("restarts missing: single changes %d/%d (missed %v), burst %d/%d (missing %v)",
-			res.Single.Restarts, res.Rounds, res.Single.Missed, res.Burst.Restarted, res.Deployments, res.Burst.Missing)
+	if res.Single.Restarts != res.Rounds || res.Burst.Restarted != 2*res.Deployments {
+		t.Errorf("restarts missing: single changes %d/%d (missed %v), bursts %d/%d (missing %v)",
+			res.Single.Restarts, res.Rounds, res.Single.Missed, res.Burst.Restarted, 2*res.Deployments, res.Burst.Missing)
+	}
+	if len(res.Burst.Runs) != 2 {
+		t.Fatalf("-bursts 2 measured %d bursts", len(res.Burst.Runs))
+	}
+	for i, b := range res.Burst.Runs {
+		if b.Restarted != res.Deployments || b.TotalMS <= 0 {
+			t.Errorf("burst %d: %d/%d restarted, last after %.0f ms", i+1, b.Restarted, res.Deployments, b.TotalMS)
+		}
 	}
 	if res.API.PerRestart == nil {
 		t.Error("kick-manager exposes rest_client_requests_total, but API calls per restart were not measured")

@@ -12,7 +12,8 @@
 //  2. single-change latency: Secret Update returned → Deployment generation
 //     bump seen on a watch, over -rounds distinct Deployments, with the
 //     order in which other resources were written on the way;
-//  3. burst: all N Secrets changed at once → last generation bump;
+//  3. burst: all N Secrets changed at once → last generation bump, -bursts
+//     times (the median burst is reported);
 //  4. memory: the controller's VmRSS (steady after install, peak overall);
 //  5. API calls per restart, and workqueue waits, from the controller's
 //     Prometheus metrics (client-go and controller-runtime) if it has them;
@@ -86,6 +87,7 @@ type config struct {
 	rounds       int
 	createWorker int
 	burstWorker  int
+	bursts       int
 	image        string
 
 	controller  string
@@ -148,6 +150,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.rounds, "rounds", 30, "single-change latency rounds (distinct Deployments)")
 	fs.IntVar(&c.createWorker, "create-workers", 16, "concurrent creates while building the fixture")
 	fs.IntVar(&c.burstWorker, "burst-workers", 32, "concurrent Secret updates in the burst")
+	fs.IntVar(&c.bursts, "bursts", 3, "bursts in a run, one after the other; the report gives the median burst")
 	fs.StringVar(&c.image, "image", "registry.k8s.io/pause:3.10", "container image of the workloads")
 	fs.StringVar(&c.controller, "controller", defaultController, "controller command line, run by sh from the repository root")
 	fs.Var(&c.setup, "setup", "comma-separated manifests applied (server-side) before the controller starts; "+builtinKickSetup+" is KICK's; empty for none")
@@ -164,7 +167,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.StringVar(&c.jsonPath, "json", "", "also write the results as JSON to this file")
 	fs.StringVar(&c.logPath, "controller-log", "", "controller log file (default: a new file under $TMPDIR)")
 	fs.Int64Var(&c.seed, "seed", 0, "seed for choosing Deployments (0: time-based)")
-	fs.BoolVar(&c.quick, "quick", false, "smoke-test size: 20 Deployments, 500 unused Secrets, 5 rounds (explicit flags win)")
+	fs.BoolVar(&c.quick, "quick", false, "smoke-test size: 20 Deployments, 500 unused Secrets, 5 rounds, 1 burst (explicit flags win)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -186,6 +189,9 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		if !set["rounds"] {
 			c.rounds = 5
 		}
+		if !set["bursts"] {
+			c.bursts = 1
+		}
 	}
 	switch {
 	case c.deployments < 1:
@@ -196,6 +202,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		return nil, errors.New("-burst-fraction must be in (0, 1]")
 	case c.createWorker < 1 || c.burstWorker < 1:
 		return nil, errors.New("worker counts must be at least 1")
+	case c.bursts < 1:
+		return nil, errors.New("-bursts must be at least 1")
 	case strings.TrimSpace(c.controller) == "":
 		return nil, errors.New("-controller must not be empty")
 	}

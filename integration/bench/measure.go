@@ -308,19 +308,80 @@ func (m *phaseRunner) single(ctx context.Context) error {
 }
 
 // burst changes every consumed Secret at once and waits for every
-// Deployment to restart.
+// Deployment to restart, -bursts times. One burst's time to its last
+// restart varies a lot on a small machine (a third between identical
+// builds), so the phase reports the median burst and keeps each one.
 func (m *phaseRunner) burst(ctx context.Context) error {
 	r := &m.res.Burst
+	n := m.c.burstSize()
+	// A part of the Deployments (-burst-fraction), chosen by the seed;
+	// every burst changes the same ones.
+	names := make([]string, n)
+	for i, d := range rand.New(rand.NewPCG(uint64(m.c.seed), 1)).Perm(m.c.deployments)[:n] {
+		names[i] = consumedName(d)
+	}
 	if err := m.settle(ctx, m.c.quiet); err != nil {
 		return err
 	}
-	n := m.c.burstSize()
-	// A part of the Deployments (-burst-fraction), chosen by the seed.
-	names := make([]string, n)
+	prom0 := m.scrape()
+	w0 := m.wc.snapshot()
+	var runs []BurstRun
+	for i := 0; i < m.c.bursts; i++ {
+		if i > 0 {
+			if err := m.settle(ctx, m.c.quiet); err != nil {
+				return err
+			}
+		}
+		run, perDeployment, err := m.burstOnce(ctx, names)
+		if err != nil {
+			return err
+		}
+		m.logf("burst %d/%d: %d/%d restarted, last after %s", i+1, m.c.bursts, run.Restarted, n, time.Duration(run.TotalMS*1e6).Round(time.Millisecond))
+		runs = append(runs, run)
+		r.Changed += n
+		r.Restarted += run.Restarted
+		r.ExtraRestarts += run.ExtraRestarts
+		r.Missing = append(r.Missing, run.Missing...)
+		r.PerDeploymentMS = append(r.PerDeploymentMS, perDeployment...)
+	}
+	r.Runs = runs
+	medianOf := func(v func(BurstRun) float64) float64 {
+		vs := make([]float64, len(runs))
+		for i, run := range runs {
+			vs[i] = v(run)
+		}
+		return medianOfRounds(vs)
+	}
+	r.UpdatesMS = medianOf(func(b BurstRun) float64 { return b.UpdatesMS })
+	r.TotalMS = medianOf(func(b BurstRun) float64 { return b.TotalMS })
+	r.SettledMS = medianOf(func(b BurstRun) float64 { return b.SettledMS })
+	r.CPUSeconds = medianOf(func(b BurstRun) float64 { return b.CPUSeconds })
+	sort.Float64s(r.PerDeploymentMS)
+	r.PerDeploymentP50MS, r.PerDeploymentP99MS = percentile(r.PerDeploymentMS, 50), percentile(r.PerDeploymentMS, 99)
+	r.Kinds = diff(w0, m.wc.snapshot())
+	for _, k := range r.Kinds {
+		r.Writes += k.Created + k.Updated + k.Deleted
+	}
+	r.Internals = internals(prom0, m.scrape())
+	if in := r.Internals; in != nil {
+		m.res.API.BurstCalls = in.APICalls
+		m.res.API.ByMethod = in.APICallsByVerb
+		if r.Restarted > 0 {
+			m.res.API.PerRestart = ptr.To(in.APICalls / float64(r.Restarted))
+		}
+	}
+	return nil
+}
+
+// burstOnce updates the named Secrets at once, waits for their
+// Deployments to restart and for the cluster to settle. It returns the
+// burst and each restarted Deployment's time from its own update.
+func (m *phaseRunner) burstOnce(ctx context.Context, names []string) (BurstRun, []float64, error) {
+	var r BurstRun
+	n := len(names)
 	changed := make(map[string]bool, n)
-	for i, d := range rand.New(rand.NewPCG(uint64(m.c.seed), 1)).Perm(m.c.deployments)[:n] {
-		names[i] = consumedName(d)
-		changed[names[i]] = true
+	for _, name := range names {
+		changed[name] = true
 	}
 	secretsAPI := m.fx.cs.CoreV1().Secrets(m.c.namespace)
 	secrets := make([]*corev1.Secret, n)
@@ -333,12 +394,10 @@ func (m *phaseRunner) burst(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
-		return err
+		return r, nil, err
 	}
-	prom0 := m.scrape()
 	cpu0 := m.ctrl.cpuSeconds()
 	gens := m.tr.generations()
-	w0 := m.wc.snapshot()
 	returned := make([]time.Time, n)
 	var first sync.Once
 	var t0 time.Time
@@ -353,7 +412,7 @@ func (m *phaseRunner) burst(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return r, nil, err
 	}
 	var lastUpdate time.Time
 	for _, t := range returned {
@@ -361,13 +420,13 @@ func (m *phaseRunner) burst(ctx context.Context) error {
 			lastUpdate = t
 		}
 	}
-	r.Changed = n
 	r.UpdatesMS = ms(lastUpdate.Sub(t0))
 	m.tr.waitAll(ctx, m.c.burstWait, func(s *depState) bool { return !changed[s.name] || s.firstAbove(gens[s.name]) != nil })
 	if err := ctx.Err(); err != nil {
-		return err
+		return r, nil, err
 	}
 	var last time.Time
+	var perDeployment []float64
 	for i, name := range names {
 		changes := m.tr.changesAbove(name, gens[name])
 		if len(changes) == 0 {
@@ -380,33 +439,17 @@ func (m *phaseRunner) burst(ctx context.Context) error {
 		if at.After(last) {
 			last = at
 		}
-		r.PerDeploymentMS = append(r.PerDeploymentMS, ms(max(at.Sub(returned[i]), 0)))
+		perDeployment = append(perDeployment, ms(max(at.Sub(returned[i]), 0)))
 	}
 	if r.Restarted > 0 {
 		r.TotalMS = ms(max(last.Sub(t0), 0))
 	}
-	sort.Float64s(r.PerDeploymentMS)
-	r.PerDeploymentP50MS, r.PerDeploymentP99MS = percentile(r.PerDeploymentMS, 50), percentile(r.PerDeploymentMS, 99)
-	m.logf("burst: %d/%d restarted, last after %s; waiting for the rollouts", r.Restarted, n, time.Duration(r.TotalMS*1e6).Round(time.Millisecond))
-
 	if err := m.settle(ctx, m.c.quiet); err != nil {
-		return err
+		return r, nil, err
 	}
 	r.SettledMS = ms(time.Since(t0))
 	r.CPUSeconds = m.ctrl.cpuSeconds() - cpu0
-	r.Kinds = diff(w0, m.wc.snapshot())
-	for _, k := range r.Kinds {
-		r.Writes += k.Created + k.Updated + k.Deleted
-	}
-	r.Internals = internals(prom0, m.scrape())
-	if in := r.Internals; in != nil {
-		m.res.API.BurstCalls = in.APICalls
-		m.res.API.ByMethod = in.APICallsByVerb
-		if r.Restarted > 0 {
-			m.res.API.PerRestart = ptr.To(in.APICalls / float64(r.Restarted))
-		}
-	}
-	return nil
+	return r, perDeployment, nil
 }
 
 // scrape reads the controller's metrics; nil (logged) when it cannot.

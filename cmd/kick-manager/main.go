@@ -29,6 +29,7 @@ import (
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/cmd/kick-manager/internal/lazylog"
 	"github.com/kick-operator/kick/cmd/kick-manager/internal/memtrim"
+	"github.com/kick-operator/kick/restart/indexed"
 	"github.com/kick-operator/kick/restart/observe"
 	"github.com/kick-operator/kick/restart/workload"
 )
@@ -145,6 +146,9 @@ func run() error {
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
+		// The manager's client carries the cache's indexes, so the restart
+		// path reads them without building a list (restart/indexed).
+		NewClient: indexed.NewClient,
 		Cache: cache.Options{
 			// Secrets and ConfigMaps are cached metadata-only and cut down
 			// to what decisions read, ReplicaSets without their pod

@@ -269,7 +269,7 @@ func (s *session) inspect(ctx context.Context, w client.Object) (freshness.Rollo
 		if err := s.client.List(ctx, &rss, client.InNamespace(w.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 			return freshness.Rollout{}, readError("list", "replicasets.apps", w.Namespace, err)
 		}
-		return freshness.Deployment(w, rss.Items), nil
+		return freshness.Deployment(w, freshness.ReplicaSetRefs(rss.Items...)), nil
 	case *appsv1.StatefulSet:
 		return freshness.StatefulSet(w), nil
 	case *appsv1.DaemonSet:
@@ -280,7 +280,7 @@ func (s *session) inspect(ctx context.Context, w client.Object) (freshness.Rollo
 		if err := s.client.List(ctx, &rss, client.InNamespace(w.Namespace)); err != nil {
 			return freshness.Rollout{}, readError("list", "replicasets.apps", w.Namespace, err)
 		}
-		return rollout.Inspect(w, rss.Items), nil
+		return rollout.Inspect(w, freshness.ReplicaSetRefs(rss.Items...)), nil
 	}
 	return freshness.Rollout{}, fmt.Errorf("cannot inspect the rollout of %T", w)
 }

@@ -106,7 +106,7 @@ func (s *scene) facts() *facts {
 	}
 	return &facts{
 		now: s.now, namespace: "shop", kind: kickv1alpha1.TargetDeployment, name: "web",
-		workload: d, rollout: freshness.Deployment(d, []appsv1.ReplicaSet{rs}),
+		workload: d, rollout: freshness.Deployment(d, freshness.ReplicaSetRefs(rs)),
 		policies: s.policies, deps: s.deps, requests: s.requests,
 	}
 }

@@ -53,7 +53,9 @@ func FromPodSpec(spec *corev1.PodSpec) []Dependency {
 	if spec == nil {
 		return nil
 	}
-	c := collector{refs: make([]ref, 0, 32)}
+	// Most pod specs reference a few sources (this runs on every workload
+	// event, for the index and the handlers): start small.
+	c := collector{refs: make([]ref, 0, 8)}
 	for i := range spec.InitContainers {
 		c.env(spec.InitContainers[i].Env, spec.InitContainers[i].EnvFrom)
 	}

@@ -53,7 +53,7 @@ const podTemplateHashLabel = appsv1.DefaultDeploymentUniqueLabelKey
 // With spec.replicas 0 there are no pods to wait for: the rollout is
 // complete as soon as the current ReplicaSet is known and the controller
 // has observed the latest generation.
-func Deployment(d *appsv1.Deployment, replicaSets []appsv1.ReplicaSet) Rollout {
+func Deployment(d *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet) Rollout {
 	var r Rollout
 	cur, selReason, selMsg := CurrentReplicaSet(d, replicaSets)
 	if cur != nil {
@@ -104,12 +104,12 @@ func Deployment(d *appsv1.Deployment, replicaSets []appsv1.ReplicaSet) Rollout {
 // not exactly one match it returns nil with NoMatchingReplicaSet or
 // AmbiguousReplicaSetMatch and a message. The result points into
 // replicaSets.
-func CurrentReplicaSet(d *appsv1.Deployment, replicaSets []appsv1.ReplicaSet) (*appsv1.ReplicaSet, string, string) {
+func CurrentReplicaSet(d *appsv1.Deployment, replicaSets []*appsv1.ReplicaSet) (*appsv1.ReplicaSet, string, string) {
 	var match *appsv1.ReplicaSet
 	var names []string
 	var dFingerprint string // of d's template, computed for the first compact ReplicaSet
 	for i := range replicaSets {
-		rs := &replicaSets[i]
+		rs := replicaSets[i]
 		if !controlledBy(rs, d.UID) {
 			continue
 		}
@@ -237,4 +237,14 @@ func progressDeadlineExceeded(conds []appsv1.DeploymentCondition) bool {
 		}
 	}
 	return false
+}
+
+// ReplicaSetRefs points at each of replicaSets, for Deployment and
+// CurrentReplicaSet when the ReplicaSets come as a list's items.
+func ReplicaSetRefs(replicaSets ...appsv1.ReplicaSet) []*appsv1.ReplicaSet {
+	out := make([]*appsv1.ReplicaSet, len(replicaSets))
+	for i := range replicaSets {
+		out[i] = &replicaSets[i]
+	}
+	return out
 }

@@ -106,13 +106,13 @@ func stampedTemplate(image string, stamp time.Time) corev1.PodTemplateSpec {
 	return t
 }
 
-func stampedDeployment(stamp time.Time) (*appsv1.Deployment, []appsv1.ReplicaSet) {
+func stampedDeployment(stamp time.Time) (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 	tmpl := stampedTemplate("web:v1", stamp)
 	d := deployment(tmpl)
 	d.Status.Conditions = []appsv1.DeploymentCondition{
 		condition(appsv1.DeploymentAvailable, "MinimumReplicasAvailable", at(9), at(9)),
 	}
-	return d, []appsv1.ReplicaSet{replicaSet("web-2", depUID, base.Add(time.Second), tmpl)}
+	return d, ReplicaSetRefs(replicaSet("web-2", depUID, base.Add(time.Second), tmpl))
 }
 
 func TestDeployment(t *testing.T) {
@@ -121,279 +121,279 @@ func TestDeployment(t *testing.T) {
 
 	tests := []struct {
 		name  string
-		setup func() (*appsv1.Deployment, []appsv1.ReplicaSet)
+		setup func() (*appsv1.Deployment, []*appsv1.ReplicaSet)
 		want  Rollout // Message is checked only for being non-empty
 	}{{
 		name: "normal: single ReplicaSet, σ is its creation time",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
-			return deployment(v1), []appsv1.ReplicaSet{replicaSet("web-1", depUID, at(1), v1)}
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
+			return deployment(v1), ReplicaSetRefs(replicaSet("web-1", depUID, at(1), v1))
 		},
 		want: Rollout{Start: at(1), Complete: true, ReplicaSet: "web-1"},
 	}, {
 		name: "rollout in progress: two ReplicaSets, updated < desired",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 			d := deployment(v2)
 			d.Status.Replicas, d.Status.UpdatedReplicas, d.Status.AvailableReplicas = 4, 1, 3
-			return d, []appsv1.ReplicaSet{replicaSet("web-1", depUID, at(1), v1), replicaSet("web-2", depUID, at(5), v2)}
+			return d, ReplicaSetRefs(replicaSet("web-1", depUID, at(1), v1), replicaSet("web-2", depUID, at(5), v2))
 		},
 		want: Rollout{Start: at(5), Reason: RolloutInProgress, ReplicaSet: "web-2"},
 	}, {
 		name: "old replicas still running",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 			d := deployment(v2)
 			d.Status.Replicas = 4
-			return d, []appsv1.ReplicaSet{replicaSet("web-1", depUID, at(1), v1), replicaSet("web-2", depUID, at(5), v2)}
+			return d, ReplicaSetRefs(replicaSet("web-1", depUID, at(1), v1), replicaSet("web-2", depUID, at(5), v2))
 		},
 		want: Rollout{Start: at(5), Reason: RolloutInProgress, ReplicaSet: "web-2"},
 	}, {
 		name: "updated replicas not yet available",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 			d := deployment(v2)
 			d.Status.AvailableReplicas = 2
-			return d, []appsv1.ReplicaSet{replicaSet("web-2", depUID, at(5), v2)}
+			return d, ReplicaSetRefs(replicaSet("web-2", depUID, at(5), v2))
 		},
 		want: Rollout{Start: at(5), Reason: RolloutInProgress, ReplicaSet: "web-2"},
 	}, {
 		name: "rollback: the older ReplicaSet matches again and is current though not newest",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
-			return deployment(v1), []appsv1.ReplicaSet{replicaSet("web-2", depUID, at(5), v2), replicaSet("web-1", depUID, at(1), v1)}
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
+			return deployment(v1), ReplicaSetRefs(replicaSet("web-2", depUID, at(5), v2), replicaSet("web-1", depUID, at(1), v1))
 		},
 		want: Rollout{Start: at(1), Complete: true, ReplicaSet: "web-1"},
 	}, {
 		name: "history: exactly one of several ReplicaSets matches",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
-			return deployment(v3), []appsv1.ReplicaSet{
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
+			return deployment(v3), ReplicaSetRefs(
 				replicaSet("web-1", depUID, at(1), v1), replicaSet("web-4", depUID, at(8), v4),
 				replicaSet("web-3", depUID, at(6), v3), replicaSet("web-2", depUID, at(4), v2),
-			}
+			)
 		},
 		want: Rollout{Start: at(6), Complete: true, ReplicaSet: "web-3"},
 	}, {
 		name: "no ReplicaSet matches",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
-			return deployment(v2), []appsv1.ReplicaSet{replicaSet("web-1", depUID, at(1), v1)}
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
+			return deployment(v2), ReplicaSetRefs(replicaSet("web-1", depUID, at(1), v1))
 		},
 		want: Rollout{Reason: NoMatchingReplicaSet},
 	}, {
 		name: "no ReplicaSets at all",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 			return deployment(v2), nil
 		},
 		want: Rollout{Reason: NoMatchingReplicaSet},
 	}, {
 		name: "ambiguous: two ReplicaSets match",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
-			return deployment(v2), []appsv1.ReplicaSet{
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
+			return deployment(v2), ReplicaSetRefs(
 				replicaSet("web-2", depUID, at(5), v2), replicaSet("web-1", depUID, at(1), v1), replicaSet("web-2b", depUID, at(6), v2),
-			}
+			)
 		},
 		want: Rollout{Reason: AmbiguousReplicaSetMatch},
 	}, {
 		name: "ReplicaSet of another Deployment UID is ignored",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
-			return deployment(v2), []appsv1.ReplicaSet{replicaSet("web-1", depUID, at(1), v1), replicaSet("other-2", "other-uid", at(5), v2)}
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
+			return deployment(v2), ReplicaSetRefs(replicaSet("web-1", depUID, at(1), v1), replicaSet("other-2", "other-uid", at(5), v2))
 		},
 		want: Rollout{Reason: NoMatchingReplicaSet},
 	}, {
 		name: "same template under another UID does not make the match ambiguous",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
-			return deployment(v2), []appsv1.ReplicaSet{replicaSet("other-2", "other-uid", at(9), v2), replicaSet("web-2", depUID, at(5), v2)}
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
+			return deployment(v2), ReplicaSetRefs(replicaSet("other-2", "other-uid", at(9), v2), replicaSet("web-2", depUID, at(5), v2))
 		},
 		want: Rollout{Start: at(5), Complete: true, ReplicaSet: "web-2"},
 	}, {
 		name: "owner reference that is not the controller is ignored",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 			rs := replicaSet("web-2", depUID, at(5), v2)
 			rs.OwnerReferences[0].Controller = ptr.To(false)
-			return deployment(v2), []appsv1.ReplicaSet{rs}
+			return deployment(v2), ReplicaSetRefs(rs)
 		},
 		want: Rollout{Reason: NoMatchingReplicaSet},
 	}, {
 		name: "template equality is semantic: quantity spelling and empty maps",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 			rs := replicaSet("web-2", depUID, at(5), v2)
 			rs.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("0.1")
 			rs.Spec.Template.Annotations = map[string]string{}
-			return deployment(v2), []appsv1.ReplicaSet{rs}
+			return deployment(v2), ReplicaSetRefs(rs)
 		},
 		want: Rollout{Start: at(5), Complete: true, ReplicaSet: "web-2"},
 	}, {
 		name: "revisions differing only in the restart stamp",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 			a, b := stampedTemplate("web:v1", at(2)), stampedTemplate("web:v1", at(6))
-			return deployment(a), []appsv1.ReplicaSet{replicaSet("web-b", depUID, at(6), b), replicaSet("web-a", depUID, at(2), a)}
+			return deployment(a), ReplicaSetRefs(replicaSet("web-b", depUID, at(6), b), replicaSet("web-a", depUID, at(2), a))
 		},
 		want: Rollout{Start: at(2), Complete: true, ReplicaSet: "web-a"},
 	}, {
 		name: "revisions differing only deep in the pod spec",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 			moved := podTemplate("web:v1")
 			moved.Spec.Volumes[0].Secret.SecretName = "tls-2026"
-			return deployment(moved), []appsv1.ReplicaSet{
+			return deployment(moved), ReplicaSetRefs(
 				replicaSet("web-1", depUID, at(1), v1), replicaSet("web-2", depUID, at(5), moved),
-			}
+			)
 		},
 		want: Rollout{Start: at(5), Complete: true, ReplicaSet: "web-2"},
 	}, {
 		name: "a label other than the hash label makes templates differ",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 			rs := replicaSet("web-2", depUID, at(5), v2)
 			rs.Spec.Template.Labels["tier"] = "front"
-			return deployment(v2), []appsv1.ReplicaSet{rs}
+			return deployment(v2), ReplicaSetRefs(rs)
 		},
 		want: Rollout{Reason: NoMatchingReplicaSet},
 	}, {
 		name: "paused is deterministic even when settled",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 			d := deployment(v1)
 			d.Spec.Paused = true
-			return d, []appsv1.ReplicaSet{replicaSet("web-1", depUID, at(1), v1)}
+			return d, ReplicaSetRefs(replicaSet("web-1", depUID, at(1), v1))
 		},
 		want: Rollout{Start: at(1), Reason: Paused, ReplicaSet: "web-1"},
 	}, {
 		name: "paused wins over a missing ReplicaSet",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 			d := deployment(v2)
 			d.Spec.Paused = true
-			return d, []appsv1.ReplicaSet{replicaSet("web-1", depUID, at(1), v1)}
+			return d, ReplicaSetRefs(replicaSet("web-1", depUID, at(1), v1))
 		},
 		want: Rollout{Reason: Paused},
 	}, {
 		name: "zero replicas: complete once the ReplicaSet matches",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 			d := deployment(v2)
 			d.Spec.Replicas = ptr.To[int32](0)
 			// old pods still terminating do not matter: nothing to wait for
 			d.Status = appsv1.DeploymentStatus{ObservedGeneration: 4, Replicas: 1}
-			return d, []appsv1.ReplicaSet{replicaSet("web-1", depUID, at(1), v1), replicaSet("web-2", depUID, at(5), v2)}
+			return d, ReplicaSetRefs(replicaSet("web-1", depUID, at(1), v1), replicaSet("web-2", depUID, at(5), v2))
 		},
 		want: Rollout{Start: at(5), Complete: true, ReplicaSet: "web-2"},
 	}, {
 		name: "zero replicas without a matching ReplicaSet",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 			d := deployment(v2)
 			d.Spec.Replicas = ptr.To[int32](0)
 			d.Status = appsv1.DeploymentStatus{ObservedGeneration: 4}
-			return d, []appsv1.ReplicaSet{replicaSet("web-1", depUID, at(1), v1)}
+			return d, ReplicaSetRefs(replicaSet("web-1", depUID, at(1), v1))
 		},
 		want: Rollout{Reason: NoMatchingReplicaSet},
 	}, {
 		name: "zero replicas, generation not observed",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 			d := deployment(v2)
 			d.Spec.Replicas = ptr.To[int32](0)
 			d.Status = appsv1.DeploymentStatus{ObservedGeneration: 3}
-			return d, []appsv1.ReplicaSet{replicaSet("web-2", depUID, at(5), v2)}
+			return d, ReplicaSetRefs(replicaSet("web-2", depUID, at(5), v2))
 		},
 		want: Rollout{Start: at(5), Reason: GenerationNotObserved, ReplicaSet: "web-2"},
 	}, {
 		name: "nil replicas means one",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 			d := deployment(v1)
 			d.Spec.Replicas = nil
 			d.Status = appsv1.DeploymentStatus{ObservedGeneration: 4, Replicas: 1, UpdatedReplicas: 1, AvailableReplicas: 1}
-			return d, []appsv1.ReplicaSet{replicaSet("web-1", depUID, at(1), v1)}
+			return d, ReplicaSetRefs(replicaSet("web-1", depUID, at(1), v1))
 		},
 		want: Rollout{Start: at(1), Complete: true, ReplicaSet: "web-1"},
 	}, {
 		name: "nil replicas, none updated yet",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 			d := deployment(v1)
 			d.Spec.Replicas = nil
 			d.Status = appsv1.DeploymentStatus{ObservedGeneration: 4}
-			return d, []appsv1.ReplicaSet{replicaSet("web-1", depUID, at(1), v1)}
+			return d, ReplicaSetRefs(replicaSet("web-1", depUID, at(1), v1))
 		},
 		want: Rollout{Start: at(1), Reason: RolloutInProgress, ReplicaSet: "web-1"},
 	}, {
 		name: "progress deadline exceeded",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 			d := deployment(v2)
 			d.Status.UpdatedReplicas, d.Status.AvailableReplicas = 1, 2
 			pc := condition(appsv1.DeploymentProgressing, ProgressDeadlineExceeded, at(6), at(6))
 			pc.Status = corev1.ConditionFalse
 			d.Status.Conditions = []appsv1.DeploymentCondition{pc}
-			return d, []appsv1.ReplicaSet{replicaSet("web-1", depUID, at(1), v1), replicaSet("web-2", depUID, at(5), v2)}
+			return d, ReplicaSetRefs(replicaSet("web-1", depUID, at(1), v1), replicaSet("web-2", depUID, at(5), v2))
 		},
 		want: Rollout{Start: at(5), Reason: ProgressDeadlineExceeded, ReplicaSet: "web-2"},
 	}, {
 		name: "generation not observed, though the status looks settled",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 			d := deployment(v2)
 			d.Generation = 5
-			return d, []appsv1.ReplicaSet{replicaSet("web-2", depUID, at(5), v2)}
+			return d, ReplicaSetRefs(replicaSet("web-2", depUID, at(5), v2))
 		},
 		want: Rollout{Start: at(5), Reason: GenerationNotObserved, ReplicaSet: "web-2"},
 	}, {
 		name: "generation not observed and new ReplicaSet not created yet",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 			d := deployment(v2)
 			d.Generation = 5
-			return d, []appsv1.ReplicaSet{replicaSet("web-1", depUID, at(1), v1)}
+			return d, ReplicaSetRefs(replicaSet("web-1", depUID, at(1), v1))
 		},
 		want: Rollout{Reason: GenerationNotObserved},
 	}, {
 		name: "condition updates do not advance σ (a resume or scale must not hide a change the pods never saw)",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 			d := deployment(v1)
 			d.Status.Conditions = []appsv1.DeploymentCondition{
 				condition(appsv1.DeploymentProgressing, "NewReplicaSetAvailable", at(4), at(2)),
 				condition(appsv1.DeploymentAvailable, "MinimumReplicasAvailable", at(3), at(3)),
 			}
-			return d, []appsv1.ReplicaSet{replicaSet("web-1", depUID, at(1), v1)}
+			return d, ReplicaSetRefs(replicaSet("web-1", depUID, at(1), v1))
 		},
 		want: Rollout{Start: at(1), Complete: true, ReplicaSet: "web-1"},
 	}, {
 		name: "condition transitions do not advance σ either",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 			d := deployment(v1)
 			d.Status.Conditions = []appsv1.DeploymentCondition{
 				condition(appsv1.DeploymentAvailable, "MinimumReplicasAvailable", time.Time{}, at(6)),
 				condition(appsv1.DeploymentProgressing, "NewReplicaSetAvailable", at(5), at(9)),
 			}
-			return d, []appsv1.ReplicaSet{replicaSet("web-1", depUID, at(1), v1)}
+			return d, ReplicaSetRefs(replicaSet("web-1", depUID, at(1), v1))
 		},
 		want: Rollout{Start: at(1), Complete: true, ReplicaSet: "web-1"},
 	}, {
 		name: "σ is the current ReplicaSet's creation",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 			d := deployment(v2)
 			d.Status.Conditions = []appsv1.DeploymentCondition{
 				condition(appsv1.DeploymentAvailable, "MinimumReplicasAvailable", at(2), at(2)),
 			}
-			return d, []appsv1.ReplicaSet{replicaSet("web-2", depUID, at(5), v2)}
+			return d, ReplicaSetRefs(replicaSet("web-2", depUID, at(5), v2))
 		},
 		want: Rollout{Start: at(5), Complete: true, ReplicaSet: "web-2"},
 	}, {
 		name: "restartedAt takes precedence over ReplicaSet and condition times",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 			tmpl := stampedTemplate("web:v1", stamp)
 			d := deployment(tmpl)
 			d.Status.Conditions = []appsv1.DeploymentCondition{
 				condition(appsv1.DeploymentAvailable, "MinimumReplicasAvailable", at(9), at(9)),
 			}
-			return d, []appsv1.ReplicaSet{replicaSet("web-1", depUID, at(1), v1), replicaSet("web-2", depUID, at(8), tmpl)}
+			return d, ReplicaSetRefs(replicaSet("web-1", depUID, at(1), v1), replicaSet("web-2", depUID, at(8), tmpl))
 		},
 		want: Rollout{Start: stamp, Complete: true, ReplicaSet: "web-2"},
 	}, {
 		name: "kubectl's whole-second stamp with offset",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 			tmpl := podTemplate("web:v1")
 			tmpl.Annotations = map[string]string{RestartedAtAnnotation: "2026-05-01T12:07:00+02:00"}
-			return deployment(tmpl), []appsv1.ReplicaSet{replicaSet("web-2", depUID, at(8), tmpl)}
+			return deployment(tmpl), ReplicaSetRefs(replicaSet("web-2", depUID, at(8), tmpl))
 		},
 		want: Rollout{Start: at(7), Complete: true, ReplicaSet: "web-2"},
 	}, {
 		name: "restartedAt gives σ even while the ReplicaSet is missing",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
-			return deployment(stampedTemplate("web:v1", stamp)), []appsv1.ReplicaSet{replicaSet("web-1", depUID, at(1), v1)}
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
+			return deployment(stampedTemplate("web:v1", stamp)), ReplicaSetRefs(replicaSet("web-1", depUID, at(1), v1))
 		},
 		want: Rollout{Start: stamp, Reason: NoMatchingReplicaSet},
 	}, {
 		name: "unparseable restartedAt falls back to the ReplicaSet",
-		setup: func() (*appsv1.Deployment, []appsv1.ReplicaSet) {
+		setup: func() (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 			tmpl := podTemplate("web:v1")
 			tmpl.Annotations = map[string]string{RestartedAtAnnotation: "last tuesday"}
-			return deployment(tmpl), []appsv1.ReplicaSet{replicaSet("web-2", depUID, at(8), tmpl)}
+			return deployment(tmpl), ReplicaSetRefs(replicaSet("web-2", depUID, at(8), tmpl))
 		},
 		want: Rollout{Start: at(8), Complete: true, ReplicaSet: "web-2"},
 	}}
@@ -410,7 +410,7 @@ func TestDeployment(t *testing.T) {
 		t.Run(tc.name+"/compact", func(t *testing.T) {
 			d, rss := tc.setup()
 			for i := range rss {
-				CompactReplicaSet(&rss[i])
+				CompactReplicaSet(rss[i])
 			}
 			checkRollout(t, Deployment(d, rss), tc.want)
 		})
@@ -438,7 +438,7 @@ func checkRollout(t *testing.T, got, want Rollout) {
 
 func TestCurrentReplicaSetAmbiguousMessageNamesMatches(t *testing.T) {
 	v2 := podTemplate("web:v2")
-	rss := []appsv1.ReplicaSet{replicaSet("web-b", depUID, at(5), v2), replicaSet("web-a", depUID, at(6), v2)}
+	rss := ReplicaSetRefs(replicaSet("web-b", depUID, at(5), v2), replicaSet("web-a", depUID, at(6), v2))
 	rs, reason, msg := CurrentReplicaSet(deployment(v2), rss)
 	if rs != nil || reason != AmbiguousReplicaSetMatch {
 		t.Fatalf("got %v, %q", rs, reason)
@@ -453,9 +453,9 @@ func TestCurrentReplicaSetAmbiguousMessageNamesMatches(t *testing.T) {
 func TestDeploymentLeavesInputsAlone(t *testing.T) {
 	d, rss := historyFixture(10)
 	wantD := d.DeepCopy()
-	wantRS := make([]appsv1.ReplicaSet, len(rss))
+	wantRS := make([]*appsv1.ReplicaSet, len(rss))
 	for i := range rss {
-		rss[i].DeepCopyInto(&wantRS[i])
+		wantRS[i] = rss[i].DeepCopy()
 	}
 	var wg sync.WaitGroup
 	for range 4 {
@@ -479,21 +479,22 @@ func TestDeploymentLeavesInputsAlone(t *testing.T) {
 // historyFixture returns a settled Deployment whose n ReplicaSets are its
 // revision history, the current one in the middle. Revisions differ in
 // their restart stamp and cycle through three images.
-func historyFixture(n int) (*appsv1.Deployment, []appsv1.ReplicaSet) {
+func historyFixture(n int) (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 	return historyOf(n, func(i int, tmpl *corev1.PodTemplateSpec) {
 		tmpl.Annotations = map[string]string{RestartedAtAnnotation: FormatStamp(at(i))}
 		tmpl.Spec.Containers[0].Image = fmt.Sprintf("web:v%d", i%3)
 	})
 }
 
-func historyOf(n int, revise func(int, *corev1.PodTemplateSpec)) (*appsv1.Deployment, []appsv1.ReplicaSet) {
+func historyOf(n int, revise func(int, *corev1.PodTemplateSpec)) (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 	cur := n / 2
-	rss := make([]appsv1.ReplicaSet, 0, n)
+	rss := make([]*appsv1.ReplicaSet, 0, n)
 	var d *appsv1.Deployment
 	for i := range n {
 		tmpl := podTemplate("web:v1")
 		revise(i, &tmpl)
-		rss = append(rss, replicaSet(fmt.Sprintf("web-%d", i), depUID, at(i), tmpl))
+		rs := replicaSet(fmt.Sprintf("web-%d", i), depUID, at(i), tmpl)
+		rss = append(rss, &rs)
 		if i == cur {
 			d = deployment(tmpl)
 		}
@@ -512,10 +513,10 @@ func BenchmarkDeployment(b *testing.B) {
 	}
 	cases := []struct {
 		name  string
-		build func() (*appsv1.Deployment, []appsv1.ReplicaSet)
+		build func() (*appsv1.Deployment, []*appsv1.ReplicaSet)
 	}{
-		{"stamps-and-images", func() (*appsv1.Deployment, []appsv1.ReplicaSet) { return historyFixture(10) }},
-		{"deep-difference", func() (*appsv1.Deployment, []appsv1.ReplicaSet) { return historyOf(10, deep) }},
+		{"stamps-and-images", func() (*appsv1.Deployment, []*appsv1.ReplicaSet) { return historyFixture(10) }},
+		{"deep-difference", func() (*appsv1.Deployment, []*appsv1.ReplicaSet) { return historyOf(10, deep) }},
 	}
 	for _, bc := range cases {
 		d, rss := bc.build()
@@ -539,7 +540,7 @@ func TestSinceIsConservative(t *testing.T) {
 	d := deployment(tmpl)
 	d.Status.Replicas, d.Status.UpdatedReplicas, d.Status.AvailableReplicas = 4, 1, 3
 	d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, LastUpdateTime: metav1.NewTime(at(9))}}
-	r := Deployment(d, []appsv1.ReplicaSet{replicaSet("web-1", depUID, at(1), podTemplate("web:v1")), replicaSet("web-2", depUID, at(5), tmpl)})
+	r := Deployment(d, ReplicaSetRefs(replicaSet("web-1", depUID, at(1), podTemplate("web:v1")), replicaSet("web-2", depUID, at(5), tmpl)))
 	if r.Complete || !r.Since.Equal(at(5)) {
 		t.Fatalf("in-progress rollout: Complete=%v Since=%s, want incomplete with Since at the new ReplicaSet's creation", r.Complete, FormatStamp(r.Since))
 	}

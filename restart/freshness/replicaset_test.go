@@ -3,7 +3,6 @@ package freshness
 import (
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -75,18 +74,18 @@ func TestForgedFingerprintDoesNotMatch(t *testing.T) {
 	forged := replicaSet("web-1", depUID, at(1), podTemplate("web:v1"))
 	forged.Annotations = map[string]string{TemplateFingerprintAnnotation: TemplateFingerprint(&v2)}
 
-	if rs, reason, _ := CurrentReplicaSet(d, []appsv1.ReplicaSet{forged}); rs != nil || reason != NoMatchingReplicaSet {
+	if rs, reason, _ := CurrentReplicaSet(d, ReplicaSetRefs(forged)); rs != nil || reason != NoMatchingReplicaSet {
 		t.Errorf("full ReplicaSet with a forged fingerprint matched: %v %s", rs, reason)
 	}
 	compact := *forged.DeepCopy()
 	CompactReplicaSet(&compact)
-	if rs, reason, _ := CurrentReplicaSet(d, []appsv1.ReplicaSet{compact}); rs != nil || reason != NoMatchingReplicaSet {
+	if rs, reason, _ := CurrentReplicaSet(d, ReplicaSetRefs(compact)); rs != nil || reason != NoMatchingReplicaSet {
 		t.Errorf("compacted ReplicaSet with a forged fingerprint matched: %v %s", rs, reason)
 	}
 	// And mixed: a compact current ReplicaSet next to full old ones.
 	cur := replicaSet("web-2", depUID, at(2), v2)
 	CompactReplicaSet(&cur)
-	if rs, _, _ := CurrentReplicaSet(d, []appsv1.ReplicaSet{forged, cur}); rs == nil || rs.Name != "web-2" {
+	if rs, _, _ := CurrentReplicaSet(d, ReplicaSetRefs(forged, cur)); rs == nil || rs.Name != "web-2" {
 		t.Errorf("current ReplicaSet %v, want web-2", rs)
 	}
 }

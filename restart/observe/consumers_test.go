@@ -20,6 +20,7 @@ import (
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/discovery"
+	"github.com/kick-operator/kick/restart/indexed"
 	"github.com/kick-operator/kick/restart/workload"
 )
 
@@ -42,15 +43,15 @@ func (f *fakeInformers) GetInformer(context.Context, client.Object, ...cache.Inf
 // informerWithSourceIndex is an informer indexed the way the manager's
 // cache indexes discovery.SourceIndex: "NAMESPACE/VALUE" under
 // "field:NAME".
-func informerWithSourceIndex(t *testing.T, indexed bool, objs ...*appsv1.Deployment) toolscache.SharedIndexInformer {
+func informerWithSourceIndex(t *testing.T, withIndex bool, objs ...*appsv1.Deployment) toolscache.SharedIndexInformer {
 	t.Helper()
 	indexers := toolscache.Indexers{}
-	if indexed {
-		indexers[fieldIndexName(discovery.SourceIndex)] = func(obj any) ([]string, error) {
+	if withIndex {
+		indexers[indexed.IndexName(discovery.SourceIndex)] = func(obj any) ([]string, error) {
 			d := obj.(*appsv1.Deployment)
 			var keys []string
 			for _, dep := range discovery.FromWorkload(d) {
-				keys = append(keys, namespacedIndexKey(d.Namespace, discovery.IndexKey(dep.Kind, dep.Name)))
+				keys = append(keys, indexed.Key(d.Namespace, discovery.IndexKey(dep.Kind, dep.Name)))
 			}
 			return keys, nil
 		}
@@ -73,7 +74,7 @@ func TestConsumerIndex(t *testing.T) {
 
 	t.Run("indexed", func(t *testing.T) {
 		f := &fakeInformers{informer: informerWithSourceIndex(t, true, web)}
-		c := &consumerIndex{informers: f}
+		c := &consumerIndex{indexes: indexed.NewIndexes(f)}
 		for _, tc := range []struct {
 			namespace, key string
 			want           bool
@@ -93,14 +94,14 @@ func TestConsumerIndex(t *testing.T) {
 		}
 	})
 	t.Run("no such index", func(t *testing.T) {
-		c := &consumerIndex{informers: &fakeInformers{informer: informerWithSourceIndex(t, false, web)}}
+		c := &consumerIndex{indexes: indexed.NewIndexes(&fakeInformers{informer: informerWithSourceIndex(t, false, web)})}
 		if _, answered := c.consumed(ctx, *kind, "shop", db); answered {
 			t.Error("answered without the index; want the List to answer")
 		}
 	})
 	t.Run("informer not available yet", func(t *testing.T) {
 		f := &fakeInformers{err: errors.New("cache not started")}
-		c := &consumerIndex{informers: f}
+		c := &consumerIndex{indexes: indexed.NewIndexes(f)}
 		if _, answered := c.consumed(ctx, *kind, "shop", db); answered {
 			t.Error("answered without an informer")
 		}
@@ -155,7 +156,7 @@ func TestConsumerIndexReadsControllerRuntimesIndex(t *testing.T) {
 	}
 
 	kind, _ := workload.Builtin().Lookup(kickv1alpha1.TargetDeployment)
-	idx := &consumerIndex{informers: c}
+	idx := &consumerIndex{indexes: indexed.NewIndexes(c)}
 	if consumed, answered := idx.consumed(ctx, *kind, "shop", discovery.IndexKey(discovery.KindSecret, "db")); !answered || !consumed {
 		t.Fatalf("consumed %v, answered %v; want both: controller-runtime's index is not where consumerIndex reads it (indexes: %v)",
 			consumed, answered, slices.Collect(maps.Keys(store.GetIndexer().GetIndexers())))

@@ -16,12 +16,15 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	k8sworkqueue "k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/discovery"
+	"github.com/kick-operator/kick/restart/indexed"
+	"github.com/kick-operator/kick/restart/workload"
 )
 
 // manyRefs is a Deployment in ns naming n optional Secrets that do not exist.
@@ -39,27 +42,35 @@ func manyRefs(ns, name, prefix string, n int) *appsv1.Deployment {
 // withIndex answers the fixture's consumer lookups from an informer-style index holding
 // workloads (the fake client's List decodes every matching workload per call).
 func (f *fixture) withIndex(workloads ...client.Object) {
-	byKind := map[kickv1alpha1.TargetKind]toolscache.Indexer{}
+	byKind := kindInformers{}
 	for _, wk := range f.r.Kinds.Kinds() {
-		byKind[wk.Target] = toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{
-			fieldIndexName(discovery.SourceIndex): func(obj any) ([]string, error) {
+		byKind[wk.Target] = toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, wk.New(), 0, toolscache.Indexers{
+			indexed.IndexName(discovery.SourceIndex): func(obj any) ([]string, error) {
 				o := obj.(client.Object)
 				var keys []string
 				for _, k := range discovery.IndexFunc(o) {
-					keys = append(keys, namespacedIndexKey(o.GetNamespace(), k))
+					keys = append(keys, indexed.Key(o.GetNamespace(), k))
 				}
 				return keys, nil
 			}})
 	}
 	for _, w := range workloads {
-		if err := byKind[kickv1alpha1.TargetKind("Deployment")].Add(w); err != nil {
+		if err := byKind[kickv1alpha1.TargetKind("Deployment")].GetIndexer().Add(w); err != nil {
 			f.t.Fatal(err)
 		}
 	}
-	f.r.consumerIndex = &consumerIndex{informers: noInformers{}, byKind: byKind}
+	f.r.consumerIndex = &consumerIndex{indexes: indexed.NewIndexes(byKind)}
 }
 
-type noInformers struct{ informerGetter }
+// kindInformers hands out one never-started informer per workload kind.
+type kindInformers map[kickv1alpha1.TargetKind]toolscache.SharedIndexInformer
+
+func (k kindInformers) GetInformer(_ context.Context, obj client.Object, _ ...cache.InformerGetOption) (cache.Informer, error) {
+	if inf, ok := k[workload.KindOf(obj)]; ok {
+		return inf, nil
+	}
+	return nil, errors.New("no informer")
+}
 
 // withSourceCache gives the fixture's reconciler a SourceCache whose Secret store starts empty.
 func (f *fixture) withSourceCache() *SourceCache {
@@ -226,6 +237,36 @@ func TestUnmanagedWorkloadsNamesStayOutOfTheQueue(t *testing.T) {
 	h.Update(context.Background(), event.UpdateEvent{ObjectOld: flood, ObjectNew: renamed}, q)
 	if n := q.Len(); n != 5000 {
 		t.Errorf("a workload that became managed put %d names in the queue, want 5000", n)
+	}
+}
+
+// TestStatusUpdatesAreNotReadForSources: a rollout updates its workload's
+// status several times; an update that keeps the generation (the spec and
+// so the pod template) and the labels asks nothing, not even whether the
+// workload is managed. A new generation that names another source is
+// followed.
+func TestStatusUpdatesAreNotReadForSources(t *testing.T) {
+	asked := 0
+	h := workloadHandler("Secret", func(client.Object) bool { asked++; return true })
+	q := k8sworkqueue.NewTypedRateLimitingQueue(k8sworkqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+
+	old := manyRefs("ns", "web", "r", 3)
+	old.Generation = 4
+	status := old.DeepCopy()
+	status.Status.UpdatedReplicas = 1
+	// Even a template that differs (which a real status update cannot
+	// carry) is not read while the generation says the spec is the same.
+	status.Spec.Template.Spec.Containers[0].EnvFrom = nil
+	h.Update(context.Background(), event.UpdateEvent{ObjectOld: old, ObjectNew: status}, q)
+	if q.Len() != 0 || asked != 0 {
+		t.Fatalf("a status update queued %d names and asked %d times, want none", q.Len(), asked)
+	}
+	respecced := manyRefs("ns", "web", "s", 3)
+	respecced.Generation = 5
+	h.Update(context.Background(), event.UpdateEvent{ObjectOld: old, ObjectNew: respecced}, q)
+	if q.Len() != 3 {
+		t.Errorf("a new generation naming 3 other Secrets queued %d names, want 3", q.Len())
 	}
 }
 

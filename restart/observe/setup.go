@@ -27,6 +27,7 @@ import (
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/discovery"
+	"github.com/kick-operator/kick/restart/indexed"
 	"github.com/kick-operator/kick/restart/fairqueue"
 	"github.com/kick-operator/kick/restart/inflight"
 )
@@ -73,7 +74,7 @@ func (r *SourceReconciler) SetupWithManager(mgr manager.Manager, opts Options) e
 	if r.Live == nil {
 		r.Live = mgr.GetAPIReader()
 	}
-	r.consumerIndex = &consumerIndex{informers: mgr.GetCache()}
+	r.consumerIndex = &consumerIndex{indexes: indexed.NewIndexes(mgr.GetCache())}
 	if opts.SourceCache != nil {
 		r.sourceCache = opts.SourceCache
 		// followed reads the workload indexes, the policies (through IsManaged) and the
@@ -170,8 +171,14 @@ func workloadHandler(kind string, managed func(client.Object) bool) handler.Even
 			}
 		},
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue) {
+			sameLabels := maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels())
+			if g := e.ObjectNew.GetGeneration(); sameLabels && g != 0 && g == e.ObjectOld.GetGeneration() {
+				// The spec, and so the pod template, is unchanged: a status
+				// update, of which a rollout makes several.
+				return
+			}
 			deps := discovery.FromWorkload(e.ObjectNew)
-			if maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) && slices.Equal(discovery.FromWorkload(e.ObjectOld), deps) {
+			if sameLabels && slices.Equal(discovery.FromWorkload(e.ObjectOld), deps) {
 				return
 			}
 			if managed(e.ObjectNew) || managed(e.ObjectOld) {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kick-operator/kick/restart/discovery"
+	"github.com/kick-operator/kick/restart/indexed"
 )
 
 // SourceCache keeps the manager's cache of Secrets and ConfigMaps down to the sources that
@@ -37,7 +38,7 @@ import (
 type SourceCache struct {
 	mu        sync.Mutex
 	follows   func(kind string, src client.Object) bool // nil: every source passes
-	informers informerGetter                            // waited on before the first list or watch
+	informers indexed.Informers                         // waited on before the first list or watch
 	waitFor   []client.Object                           // the informers follows and keepers read
 	keepers   []func(kind string, src client.Object) bool
 	readied   bool
@@ -96,7 +97,7 @@ func (c *SourceCache) Keep(keep func(kind string, src client.Object) bool, waitF
 
 // adopt makes the cache pass only the sources follows (or a keeper) accepts, once the
 // informers of waitFor, which follows reads, are synced.
-func (c *SourceCache) adopt(follows func(kind string, src client.Object) bool, informers informerGetter, waitFor []client.Object) {
+func (c *SourceCache) adopt(follows func(kind string, src client.Object) bool, informers indexed.Informers, waitFor []client.Object) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.follows, c.informers = follows, informers

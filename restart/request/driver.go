@@ -213,9 +213,10 @@ func (d *Driver) ensure(ctx context.Context, k WorkloadKey, handed handoff) erro
 		}
 		return client.IgnoreNotFound(err)
 	}
-	var requests kickv1alpha1.KickRequestList
-	if err := d.Client.List(ctx, &requests, client.InNamespace(k.Namespace),
-		client.MatchingFields{TargetIndex: workload.TargetKey(k.Kind, k.Name)}); err != nil {
+	// The cache's own requests: read only; the one finished request the
+	// driver may reopen is copied below.
+	requests, err := requestsOf(ctx, d.Client, k.Namespace, workload.TargetKey(k.Kind, k.Name))
+	if err != nil {
 		return err
 	}
 	h, err := d.Kinds.Handle(ctx, d.Client, obj)
@@ -223,13 +224,15 @@ func (d *Driver) ensure(ctx context.Context, k WorkloadKey, handed handoff) erro
 		return err
 	}
 	var finished *kickv1alpha1.KickRequest
-	for i := range requests.Items {
-		kr := &requests.Items[i]
+	for _, kr := range requests {
 		if kr.Status.Phase.IsTerminal() && (finished == nil || assess.Older(finished, kr)) {
 			finished = kr
 		}
 	}
-	if o, ok := d.unrecordedRestart(k, h, requests.Items); ok {
+	if finished != nil {
+		finished = finished.DeepCopy() // annotate writes the reopened request into it
+	}
+	if o, ok := d.unrecordedRestart(k, h, requests); ok {
 		// A restart without its request (written right after the restart,
 		// and refused or cut short by a manager stop): write it now.
 		_, err := d.recordRestart(ctx, k, h.Target, finished, o)
@@ -238,8 +241,7 @@ func (d *Driver) ensure(ctx context.Context, k WorkloadKey, handed handoff) erro
 		d.mem.settleClaim(k.memoryKey(), o)
 		return err
 	}
-	for i := range requests.Items {
-		kr := &requests.Items[i]
+	for _, kr := range requests {
 		if !kr.Status.Phase.IsTerminal() {
 			// An open request assesses from the records itself; make sure
 			// it runs now.

@@ -78,8 +78,10 @@ type Override struct {
 // fan-out and the KickHolds. kinds (nil: the built-in kinds) are the workloads the
 // wave stage looks for among a source's consumers.
 func NewBatch(ctx context.Context, c client.Reader, kinds *workload.Registry, csi bool, namespace string, now time.Time) (*Batch, error) {
+	// The cache's own policies (no deep copy): facts and assessments read
+	// them, never modify them.
 	var policies kickv1alpha1.KickPolicyList
-	if err := c.List(ctx, &policies, client.InNamespace(namespace)); err != nil {
+	if err := c.List(ctx, &policies, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	b := &Batch{c: c, kinds: kinds, csi: csi, now: now, policies: policies.Items, labels: selectsDependencies(policies.Items)}

@@ -108,14 +108,14 @@ func TestUnrecordedRestart(t *testing.T) {
 		return workload.Handle{Object: d, Kind: kind, Target: d}
 	}
 	k := WorkloadKey{Kind: kickv1alpha1.TargetDeployment, Namespace: "shop", Name: "web"}
-	naming := func(v string) []kickv1alpha1.KickRequest {
-		return []kickv1alpha1.KickRequest{{ObjectMeta: metav1.ObjectMeta{Name: "deployment-web", Annotations: map[string]string{kickv1alpha1.RestartAnnotation: v}}}}
+	naming := func(v string) []*kickv1alpha1.KickRequest {
+		return []*kickv1alpha1.KickRequest{{ObjectMeta: metav1.ObjectMeta{Name: "deployment-web", Annotations: map[string]string{kickv1alpha1.RestartAnnotation: v}}}}
 	}
 	note := evidence.Note{Stamp: value, Change: stamp.Add(-time.Millisecond)}.String()
 	for _, tc := range []struct {
 		name      string
 		h         workload.Handle
-		requests  []kickv1alpha1.KickRequest
+		requests  []*kickv1alpha1.KickRequest
 		retention time.Duration
 		want      bool
 	}{

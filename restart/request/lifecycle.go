@@ -55,14 +55,13 @@ func (s *step) retain(ctx context.Context) (ctrl.Result, error) {
 // coalesce keeps at most one open request per target (invariant I4): a
 // younger duplicate hands its change time to the oldest open one and ends.
 func (s *step) coalesce(ctx context.Context) (bool, error) {
-	var list kickv1alpha1.KickRequestList
 	key := workload.TargetKey(s.kr.Spec.TargetRef.Kind, s.kr.Spec.TargetRef.Name)
-	if err := s.r.Client.List(ctx, &list, client.InNamespace(s.kr.Namespace), client.MatchingFields{TargetIndex: key}); err != nil {
+	requests, err := requestsOf(ctx, s.r.Client, s.kr.Namespace, key)
+	if err != nil {
 		return false, err
 	}
 	var first *kickv1alpha1.KickRequest
-	for i := range list.Items {
-		other := &list.Items[i]
+	for _, other := range requests {
 		if other.UID == s.kr.UID || other.Status.Phase.IsTerminal() || !other.DeletionTimestamp.IsZero() {
 			continue
 		}
@@ -74,7 +73,8 @@ func (s *step) coalesce(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	if known := assess.AnnotatedChange(first); assess.Adds(s.a.Latest, known) {
-		patch := client.MergeFrom(first.DeepCopy())
+		patch := client.MergeFrom(first)
+		first = first.DeepCopy() // the cache's object stays as it is
 		if first.Annotations == nil {
 			first.Annotations = map[string]string{}
 		}

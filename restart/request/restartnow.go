@@ -151,7 +151,7 @@ func (d *Driver) recordRestart(ctx context.Context, k WorkloadKey, target client
 // request names: one this process owes a request for, or, after a manager
 // restart, the one its restarted-for note describes while the workload
 // still carries the note's stamp.
-func (d *Driver) unrecordedRestart(k WorkloadKey, h workload.Handle, requests []kickv1alpha1.KickRequest) (owedRequest, bool) {
+func (d *Driver) unrecordedRestart(k WorkloadKey, h workload.Handle, requests []*kickv1alpha1.KickRequest) (owedRequest, bool) {
 	if d.mem == nil {
 		return owedRequest{}, false // this driver restarts nothing itself
 	}
@@ -176,8 +176,7 @@ func (d *Driver) unrecordedRestart(k WorkloadKey, h workload.Handle, requests []
 		}
 		o = owedRequest{value: n.Stamp, change: freshness.At(change)}
 	}
-	for i := range requests {
-		kr := &requests[i]
+	for _, kr := range requests {
 		if kr.Annotations[kickv1alpha1.RestartAnnotation] == o.value {
 			d.mem.paid(k.memoryKey(), o.value)
 			return owedRequest{}, false

@@ -24,6 +24,7 @@ import (
 	"github.com/kick-operator/kick/restart/budget"
 	"github.com/kick-operator/kick/restart/discovery"
 	"github.com/kick-operator/kick/restart/fairqueue"
+	"github.com/kick-operator/kick/restart/indexed"
 	"github.com/kick-operator/kick/restart/inflight"
 	"github.com/kick-operator/kick/restart/tracing"
 	"github.com/kick-operator/kick/restart/workload"
@@ -277,13 +278,20 @@ func requestsFor(ctx context.Context, c client.Reader, kinds *workload.Registry,
 	return out
 }
 
+// requestsOf returns the KickRequests in namespace whose target is key
+// (TargetIndex): the cache's own objects, read them, never modify them.
+func requestsOf(ctx context.Context, c client.Reader, namespace, key string) ([]*kickv1alpha1.KickRequest, error) {
+	return indexed.ByField[kickv1alpha1.KickRequest](ctx, c, newRequestList, namespace, TargetIndex, key)
+}
+
+func newRequestList() client.ObjectList { return &kickv1alpha1.KickRequestList{} }
+
 func targetRequests(ctx context.Context, c client.Reader, ref workload.Ref, finishedToo bool) []reconcile.Request {
 	if ref.Kind == "" {
 		return nil
 	}
-	var list kickv1alpha1.KickRequestList
-	if err := c.List(ctx, &list, client.InNamespace(ref.Namespace),
-		client.MatchingFields{TargetIndex: ref.Key()}, client.UnsafeDisableDeepCopy); err != nil {
+	requests, err := requestsOf(ctx, c, ref.Namespace, ref.Key())
+	if err != nil {
 		return nil
 	}
 	// Only open requests follow their workload; finished ones are reopened
@@ -292,9 +300,9 @@ func targetRequests(ctx context.Context, c client.Reader, ref workload.Ref, fini
 	// is open in all but its status (see deferStatus): it follows that
 	// rollout, so it records the rollout's end when it happens.
 	var out []reconcile.Request
-	for _, kr := range list.Items {
-		if _, following := driverRestart(&kr); finishedToo || following || !kr.Status.Phase.IsTerminal() {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&kr)})
+	for _, kr := range requests {
+		if _, following := driverRestart(kr); finishedToo || following || !kr.Status.Phase.IsTerminal() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(kr)})
 		}
 	}
 	return out

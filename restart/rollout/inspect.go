@@ -75,7 +75,7 @@ const replicaSetRecheck = time.Second
 // status write is read from managedFields): the controller's
 // status.restartedAt can come with counts from before its last eviction.
 // While it settles, Recheck says when to look again.
-func InspectAt(ro *Rollout, replicaSets []appsv1.ReplicaSet, now time.Time) freshness.Rollout {
+func InspectAt(ro *Rollout, replicaSets []*appsv1.ReplicaSet, now time.Time) freshness.Rollout {
 	r := inspectStatus(ro, replicaSets)
 	if !r.Complete || ro.Spec.RestartAt == nil || ro.Spec.Replicas != nil && *ro.Spec.Replicas == 0 {
 		return r
@@ -104,7 +104,7 @@ func InspectAt(ro *Rollout, replicaSets []appsv1.ReplicaSet, now time.Time) fres
 }
 
 // Inspect is InspectAt now.
-func Inspect(ro *Rollout, replicaSets []appsv1.ReplicaSet) freshness.Rollout {
+func Inspect(ro *Rollout, replicaSets []*appsv1.ReplicaSet) freshness.Rollout {
 	return InspectAt(ro, replicaSets, time.Now())
 }
 
@@ -144,7 +144,7 @@ func replicasOf(ro *Rollout) int32 {
 }
 
 // inspectStatus is the rule on the Rollout's status alone.
-func inspectStatus(ro *Rollout, replicaSets []appsv1.ReplicaSet) freshness.Rollout {
+func inspectStatus(ro *Rollout, replicaSets []*appsv1.ReplicaSet) freshness.Rollout {
 	var r freshness.Rollout
 	st := &ro.Status
 	var revision time.Time
@@ -203,13 +203,13 @@ func inspectStatus(ro *Rollout, replicaSets []appsv1.ReplicaSet) freshness.Rollo
 }
 
 // currentReplicaSet returns the ReplicaSet of the desired revision.
-func currentReplicaSet(ro *Rollout, replicaSets []appsv1.ReplicaSet) *appsv1.ReplicaSet {
+func currentReplicaSet(ro *Rollout, replicaSets []*appsv1.ReplicaSet) *appsv1.ReplicaSet {
 	hash := ro.Status.CurrentPodHash
 	if hash == "" {
 		return nil
 	}
 	for i := range replicaSets {
-		rs := &replicaSets[i]
+		rs := replicaSets[i]
 		ref := metav1.GetControllerOfNoCopy(rs)
 		if ref != nil && ref.UID == ro.UID && rs.Labels[PodTemplateHashLabel] == hash {
 			return rs

@@ -40,7 +40,7 @@ func replicaSet(owner string, hash string, born time.Time) appsv1.ReplicaSet {
 }
 
 func TestInspectStart(t *testing.T) {
-	rss := []appsv1.ReplicaSet{replicaSet("ro-uid", "old", created), replicaSet("ro-uid", "abc", rsBorn), replicaSet("other", "abc", restart1.Add(time.Hour))}
+	rss := freshness.ReplicaSetRefs(replicaSet("ro-uid", "old", created), replicaSet("ro-uid", "abc", rsBorn), replicaSet("other", "abc", restart1.Add(time.Hour)))
 	rss[1].Status = appsv1.ReplicaSetStatus{Replicas: 3, ReadyReplicas: 3, AvailableReplicas: 3}
 
 	r := Inspect(healthy(), rss)

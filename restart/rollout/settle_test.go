@@ -60,12 +60,12 @@ func blueGreen(t *testing.T, st string, written time.Time) *Rollout {
 }
 
 // activeRS is the Rollout's ReplicaSet with its status counts.
-func activeRS(replicas, ready, available int32) []appsv1.ReplicaSet {
+func activeRS(replicas, ready, available int32) []*appsv1.ReplicaSet {
 	rs := replicaSet("ro-uid", "74846cdc5f", rsBorn)
 	rs.Generation = 1
 	rs.Spec.Replicas = ptr.To[int32](2)
 	rs.Status = appsv1.ReplicaSetStatus{Replicas: replicas, ReadyReplicas: ready, AvailableReplicas: available, ObservedGeneration: 1}
-	return []appsv1.ReplicaSet{rs}
+	return freshness.ReplicaSetRefs(rs)
 }
 
 func TestRestartNotCompleteUntilReplacementsAvailable(t *testing.T) {

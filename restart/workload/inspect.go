@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kick-operator/kick/restart/freshness"
+	"github.com/kick-operator/kick/restart/indexed"
 )
 
 // OwnerIndex indexes ReplicaSets by the UID of their controlling owner, so a
@@ -48,11 +49,12 @@ func TransformReplicaSet(in any) (any, error) {
 // ControlledReplicaSets returns the ReplicaSets controlled by owner, read
 // through OwnerIndex. They are the cache's own objects (not copies, which
 // cost more than the inspection): read them, never modify them.
-func ControlledReplicaSets(ctx context.Context, c client.Reader, owner client.Object) ([]appsv1.ReplicaSet, error) {
-	var rss appsv1.ReplicaSetList
-	if err := c.List(ctx, &rss, client.InNamespace(owner.GetNamespace()), client.MatchingFields{OwnerIndex: string(owner.GetUID())},
-		client.UnsafeDisableDeepCopy); err != nil {
+func ControlledReplicaSets(ctx context.Context, c client.Reader, owner client.Object) ([]*appsv1.ReplicaSet, error) {
+	rss, err := indexed.ByField[appsv1.ReplicaSet](ctx, c, newReplicaSetList, owner.GetNamespace(), OwnerIndex, string(owner.GetUID()))
+	if err != nil {
 		return nil, fmt.Errorf("list ReplicaSets of %s/%s: %w", owner.GetNamespace(), owner.GetName(), err)
 	}
-	return rss.Items, nil
+	return rss, nil
 }
+
+func newReplicaSetList() client.ObjectList { return &appsv1.ReplicaSetList{} }

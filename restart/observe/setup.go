@@ -27,8 +27,8 @@ import (
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/discovery"
-	"github.com/kick-operator/kick/restart/indexed"
 	"github.com/kick-operator/kick/restart/fairqueue"
+	"github.com/kick-operator/kick/restart/indexed"
 	"github.com/kick-operator/kick/restart/inflight"
 )
 

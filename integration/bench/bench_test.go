@@ -48,8 +48,8 @@ func TestQuickSmoke(t *testing.T) {
 		t.Fatalf("-bursts 2 measured %d bursts", len(res.Burst.Runs))
 	}
 	for i, b := range res.Burst.Runs {
-		if b.Restarted != res.Deployments || b.TotalMS <= 0 {
-			t.Errorf("burst %d: %d/%d restarted, last after %.0f ms", i+1, b.Restarted, res.Deployments, b.TotalMS)
+		if b.Restarted != res.Deployments || b.TotalMS <= 0 || b.PeakMB <= 0 {
+			t.Errorf("burst %d: %d/%d restarted, last after %.0f ms, peak %.1f MB", i+1, b.Restarted, res.Deployments, b.TotalMS, b.PeakMB)
 		}
 	}
 	if res.API.PerRestart == nil {

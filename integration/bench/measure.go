@@ -449,6 +449,9 @@ func (m *phaseRunner) burstOnce(ctx context.Context, names []string) (BurstRun, 
 	}
 	r.SettledMS = ms(time.Since(t0))
 	r.CPUSeconds = m.ctrl.cpuSeconds() - cpu0
+	for _, st := range m.ctrl.memBetween(t0, time.Now()) {
+		r.PeakMB = max(r.PeakMB, mb(st.rss))
+	}
 	return r, perDeployment, nil
 }
 

@@ -129,7 +129,8 @@ type BurstResult struct {
 func (b BurstResult) size() int { return b.Changed / max(len(b.Runs), 1) }
 
 // BurstRun is one burst: when its updates went out, its last restart,
-// when the cluster was quiet again, and the controller's CPU meanwhile.
+// when the cluster was quiet again, and the controller's CPU and peak
+// memory meanwhile.
 type BurstRun struct {
 	Restarted     int      `json:"restarted"`
 	Missing       []string `json:"missing,omitempty"`
@@ -138,6 +139,9 @@ type BurstRun struct {
 	TotalMS       float64  `json:"totalMs"`
 	SettledMS     float64  `json:"settledMs"`
 	CPUSeconds    float64  `json:"cpuSeconds"`
+	// PeakMB is the highest VmRSS sample from the burst's first update
+	// until it settled.
+	PeakMB float64 `json:"peakMb"`
 }
 
 // PhasePeaks holds the highest VmRSS sample of each phase.
@@ -292,6 +296,11 @@ func printReport(w io.Writer, r *Results) {
 			each[i] = fmtLatency(run.TotalMS, run.Restarted)
 		}
 		fmt.Fprintf(t, "  each burst's last restart\t%s\n", strings.Join(each, ", "))
+		peaks := make([]string, len(b.Runs))
+		for i, run := range b.Runs {
+			peaks[i] = fmt.Sprintf("%.1f MB", run.PeakMB)
+		}
+		fmt.Fprintf(t, "  each burst's peak RSS\t%s\n", strings.Join(peaks, ", "))
 	}
 	fmt.Fprintf(t, "  restarted\t%d/%d %s\n", b.Restarted, b.Changed, missed(b.Missing))
 	fmt.Fprintf(t, "  restarted more than once\t%d extra generation bumps\n", b.ExtraRestarts)

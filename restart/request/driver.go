@@ -98,8 +98,8 @@ type Driver struct {
 // loses nothing: each restarted workload carries its note, from which the
 // next manager writes the request (unrecordedRestart).
 const (
-	fanOutQuiet   = 100 * time.Millisecond
-	recordMaxWait = 2 * time.Second
+	fanOutQuiet   = 300 * time.Millisecond
+	recordMaxWait = 5 * time.Second
 )
 
 // recordWait is how long the request of the workload's restart, applied by

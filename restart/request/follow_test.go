@@ -219,8 +219,8 @@ func TestARestartsRequestWaitsForTheFanOut(t *testing.T) {
 		want             time.Duration
 	}{
 		{lastRestart: 0, now: 0, want: fanOutQuiet},
-		{lastRestart: 50 * time.Millisecond, now: 100 * time.Millisecond, want: 50 * time.Millisecond},
-		{lastRestart: 50 * time.Millisecond, now: 150 * time.Millisecond, want: 0},
+		{lastRestart: 50 * time.Millisecond, now: fanOutQuiet, want: 50 * time.Millisecond},
+		{lastRestart: 50 * time.Millisecond, now: fanOutQuiet + 50*time.Millisecond, want: 0},
 		// A fan-out that goes on: the restart's request waits at most recordMaxWait.
 		{lastRestart: recordMaxWait - 10*time.Millisecond, now: recordMaxWait - 20*time.Millisecond, want: 20 * time.Millisecond},
 		{lastRestart: recordMaxWait, now: recordMaxWait, want: 0},

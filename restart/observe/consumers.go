@@ -3,6 +3,9 @@ package observe
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/kick-operator/kick/restart/discovery"
 	"github.com/kick-operator/kick/restart/indexed"
 	"github.com/kick-operator/kick/restart/workload"
@@ -28,4 +31,36 @@ func (c *consumerIndex) consumers(ctx context.Context, wk workload.Kind, namespa
 		return nil, false
 	}
 	return c.indexes.Lookup(ctx, wk.Target, wk.New, namespace, discovery.SourceIndex, key)
+}
+
+// consumersOf returns the workloads of kind wk in namespace whose pod spec
+// names the source indexKey (discovery.SourceIndex): from the cache's index
+// when it can be read directly, else through a List. They are the cache's
+// own objects (labels, annotations and pod template are read, never
+// modified).
+func (r *SourceReconciler) consumersOf(ctx context.Context, wk workload.Kind, namespace, indexKey string) ([]client.Object, error) {
+	if objs, answered := r.consumerIndex.consumers(ctx, wk, namespace, indexKey); answered {
+		out := make([]client.Object, 0, len(objs))
+		for _, o := range objs {
+			if w, ok := o.(client.Object); ok {
+				out = append(out, w)
+			}
+		}
+		return out, nil
+	}
+	list := wk.NewList()
+	if err := r.Client.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{discovery.SourceIndex: indexKey}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]client.Object, 0, len(items))
+	for _, o := range items {
+		if w, ok := o.(client.Object); ok {
+			out = append(out, w)
+		}
+	}
+	return out, nil
 }

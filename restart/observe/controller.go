@@ -13,9 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -400,27 +398,20 @@ func refsOf(consumers []consumer) []router.ObjectRef {
 // source in scope, sorted. It reads only the cache index, never the API server.
 func (r *SourceReconciler) consumers(ctx context.Context, kind string, src client.Object) ([]consumer, error) {
 	var refs []consumer
-	sel := client.MatchingFields{discovery.SourceIndex: discovery.IndexKey(kind, src.GetName())}
+	indexKey := discovery.IndexKey(kind, src.GetName())
 	for _, wk := range r.Kinds.Kinds() {
-		list := wk.NewList()
-		// The consumers are only read (labels, annotations, pod template): the cache's own
-		// objects, not copies.
-		if err := r.Client.List(ctx, list, client.InNamespace(src.GetNamespace()), sel, client.UnsafeDisableDeepCopy); err != nil {
+		workloads, err := r.consumersOf(ctx, wk, src.GetNamespace(), indexKey)
+		if err != nil {
 			return nil, fmt.Errorf("list %s consuming %s %s/%s: %w", wk.Target, kind, src.GetNamespace(), src.GetName(), err)
 		}
-		err := meta.EachListItem(list, func(o runtime.Object) error {
-			w, ok := o.(client.Object)
-			if !ok || w.GetDeletionTimestamp() != nil {
-				return nil
+		for _, w := range workloads {
+			if w.GetDeletionTimestamp() != nil {
+				continue
 			}
 			managed, inScope := r.IsManaged(ctx, w)
 			if managed && (inScope == nil || inScope(src.GetLabels())) {
 				refs = append(refs, consumer{router.ObjectRef{APIVersion: wk.APIVersion, Kind: string(wk.Target), Namespace: w.GetNamespace(), Name: w.GetName()}, w})
 			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
 		}
 	}
 	slices.SortFunc(refs, func(a, b consumer) int {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	k8sworkqueue "k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -96,7 +95,7 @@ func (r *SourceReconciler) SetupWithManager(mgr manager.Manager, opts Options) e
 			// Metadata only: a source's content is read from the API server when needed.
 			For(SourceMetadata(kind.name), builder.WithPredicates(predicate.Funcs{
 				CreateFunc:  func(e event.CreateEvent) bool { return r.followed(kind.name, e.Object) },
-				UpdateFunc:  func(e event.UpdateEvent) bool { return r.followed(kind.name, e.ObjectNew) },
+				UpdateFunc:  func(e event.UpdateEvent) bool { return r.updatePasses(kind.name, e.ObjectNew) },
 				GenericFunc: func(e event.GenericEvent) bool { return r.followed(kind.name, e.Object) },
 				// A deleted source's record is garbage-collected with it.
 				DeleteFunc: func(event.DeleteEvent) bool { return false },
@@ -269,6 +268,20 @@ func (k kindReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 	return reconcile.Result{}, err
 }
 
+// updatePasses decides whether a source's update is reconciled. A source the source cache
+// follows passes at once: the cache asked followed when it took the source in, and the
+// reconcile looks up the consumers again anyway, so asking here too cost each change those
+// lookups twice on its way to the restart. What it lets through that followed would not (a
+// source no managed workload consumes any more and without a record, still followed by the
+// cache) reads only the cache in its reconcile and stops there (Unconsumed), in its own
+// namespace's turn of the queue. Any other source is asked.
+func (r *SourceReconciler) updatePasses(kind string, src client.Object) bool {
+	if r.sourceCache.isFollowed(kind, src) {
+		return true
+	}
+	return r.followed(kind, src)
+}
+
 // followed reports whether an event of a source can matter: a managed
 // workload (IsManaged) consumes the source, or it has an observation record.
 // Events of every other Secret and ConfigMap (most of a cluster's, and every
@@ -281,20 +294,12 @@ func (r *SourceReconciler) followed(kind string, src client.Object) bool {
 	ctx := context.Background()
 	indexKey := discovery.IndexKey(kind, src.GetName())
 	for _, wk := range r.Kinds.Kinds() {
-		consumers, answered := r.consumerIndex.consumers(ctx, wk, src.GetNamespace(), indexKey)
-		if !answered {
-			list := wk.NewList()
-			if err := r.Client.List(ctx, list, client.InNamespace(src.GetNamespace()), client.MatchingFields{discovery.SourceIndex: indexKey}); err != nil {
-				return true
-			}
-			items, _ := meta.ExtractList(list)
-			consumers = make([]any, len(items))
-			for i := range items {
-				consumers[i] = items[i]
-			}
+		consumers, err := r.consumersOf(ctx, wk, src.GetNamespace(), indexKey)
+		if err != nil {
+			return true
 		}
-		for _, o := range consumers {
-			if w, ok := o.(client.Object); ok && w.GetDeletionTimestamp() == nil {
+		for _, w := range consumers {
+			if w.GetDeletionTimestamp() == nil {
 				if managed, _ := r.IsManaged(ctx, w); managed {
 					return true
 				}

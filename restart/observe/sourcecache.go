@@ -195,6 +195,22 @@ func (c *SourceCache) passes(f *sourceFeed, obj client.Object) bool {
 	return pass
 }
 
+// isFollowed reports whether the cache follows the source (its events pass); false for a nil
+// cache, or a kind whose informer was not built through NewInformer.
+func (c *SourceCache) isFollowed(kind string, src client.Object) bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := c.feeds[kind]
+	if f == nil || c.follows == nil {
+		return false
+	}
+	_, ok := f.followed[types.NamespacedName{Namespace: src.GetNamespace(), Name: src.GetName()}]
+	return ok
+}
+
 // forgetDeleted stops following a deleted source, so the followed set holds only sources that
 // exist: it does not grow with every consumed Secret a tenant creates and deletes. A source
 // created again under the name passes again if something follows it then.

@@ -316,3 +316,40 @@ func TestSourceCacheListsOnlyOnceWhatItReadsIsSynced(t *testing.T) {
 		t.Error("a later list waited for the informers again")
 	}
 }
+
+// TestUpdatesOfFollowedSourcesAreNotAskedAgain: an update of a source the cache follows is
+// reconciled without the predicate looking up its consumers (the reconcile does); any other
+// source, and every source without the cache, is still asked.
+func TestUpdatesOfFollowedSourcesAreNotAskedAgain(t *testing.T) {
+	f := newFixture(t, testKey, deployment("web", "db"), deployment("batch", "batch-db"))
+	f.scope["batch"] = false
+	asked := 0
+	isManaged := f.r.IsManaged
+	f.r.IsManaged = func(ctx context.Context, w client.Object) (bool, func(map[string]string) bool) {
+		asked++
+		return isManaged(ctx, w)
+	}
+
+	if !f.r.updatePasses("Secret", secretMeta("db", "1")) || asked == 0 {
+		t.Fatalf("without a source cache: passed %v after %d questions, want passed after asking", f.r.updatePasses("Secret", secretMeta("db", "1")), asked)
+	}
+
+	c := f.withSourceCache()
+	if !c.passes(c.feeds["Secret"], secretMeta("db", "1")) {
+		t.Fatal("the cache does not follow a Secret a managed workload consumes")
+	}
+	asked = 0
+	if !f.r.updatePasses("Secret", secretMeta("db", "2")) {
+		t.Error("an update of a followed source did not pass")
+	}
+	if asked != 0 {
+		t.Errorf("an update of a followed source asked IsManaged %d times, want 0", asked)
+	}
+
+	if f.r.updatePasses("Secret", secretMeta("batch-db", "2")) {
+		t.Error("an update of a source only an unmanaged workload consumes passed")
+	}
+	if asked == 0 {
+		t.Error("a source the cache does not follow passed without being asked")
+	}
+}

@@ -78,28 +78,27 @@ type Override struct {
 // fan-out and the KickHolds. kinds (nil: the built-in kinds) are the workloads the
 // wave stage looks for among a source's consumers.
 func NewBatch(ctx context.Context, c client.Reader, kinds *workload.Registry, csi bool, namespace string, now time.Time) (*Batch, error) {
-	// The cache's own policies (no deep copy): facts and assessments read
+	// Shallow copies of the cache's policies: facts and assessments read
 	// them, never modify them.
-	var policies kickv1alpha1.KickPolicyList
-	if err := c.List(ctx, &policies, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+	policies, err := namespacePolicies(ctx, c, namespace)
+	if err != nil {
 		return nil, err
 	}
-	b := &Batch{c: c, kinds: kinds, csi: csi, now: now, policies: policies.Items, labels: selectsDependencies(policies.Items)}
-	if len(policies.Items) == 0 {
+	b := &Batch{c: c, kinds: kinds, csi: csi, now: now, policies: policies, labels: selectsDependencies(policies)}
+	if len(policies) == 0 {
 		return b, nil // nothing is managed, nothing is held
 	}
-	var err error
 	if b.halts, err = halts(ctx, c, namespace); err != nil {
 		return b, err
 	}
 	if !holdsServed.Load() {
 		return b, nil
 	}
-	var holds kickv1alpha1.KickHoldList
-	if err := c.List(ctx, &holds, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return b, fmt.Errorf("list the KickHolds of namespace %s: %w", namespace, err)
+	holds, err := namespaceHolds(ctx, c, namespace)
+	if err != nil {
+		return b, err
 	}
-	b.holds = assess.HoldsOf(holds.Items)
+	b.holds = assess.HoldsOf(holds)
 	return b, nil
 }
 

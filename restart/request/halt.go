@@ -42,11 +42,11 @@ func registerHaltIndex(ctx context.Context, indexer client.FieldIndexer) error {
 
 // halts lists the halts of a namespace, for the assessment.
 func halts(ctx context.Context, c client.Reader, namespace string) ([]assess.Halt, error) {
-	var list kickv1alpha1.KickRequestList
-	if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{HaltIndex: "true"}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("list the failed restarts of namespace %s: %w", namespace, err)
+	requests, err := haltingRequests(ctx, c, namespace)
+	if err != nil {
+		return nil, err
 	}
-	return assess.HaltsOf(list.Items), nil
+	return assess.HaltsOf(requests), nil
 }
 
 // haltChanged passes a request event that starts or ends a halt, so the

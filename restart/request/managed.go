@@ -16,11 +16,11 @@ import (
 // policy's dependencySelector matches it. Policies are read from the cache.
 func Managed(c client.Reader) func(ctx context.Context, w client.Object) (bool, func(map[string]string) bool) {
 	return func(ctx context.Context, w client.Object) (bool, func(map[string]string) bool) {
-		var policies kickv1alpha1.KickPolicyList // the cache's own: read only
-		if err := c.List(ctx, &policies, client.InNamespace(w.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
+		policies, err := namespacePolicies(ctx, c, w.GetNamespace())
+		if err != nil {
 			return false, nil
 		}
-		sel := selectPolicy(policies.Items, w)
+		sel := selectPolicy(policies, w)
 		if sel.Policy == nil {
 			return sel.Reason == kickv1alpha1.GateAmbiguousPolicy, nil
 		}

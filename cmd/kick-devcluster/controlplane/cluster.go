@@ -10,9 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -170,13 +172,30 @@ func (c *Cluster) allocatePorts() error {
 			c.ports[name] = port
 			continue
 		}
-		port, err := FreePort()
+		port, err := c.unassignedPort(FreePort)
 		if err != nil {
 			return fmt.Errorf("no free port for %s: %w", name, err)
 		}
 		c.ports[name] = port
 	}
 	return nil
+}
+
+// unassignedPort returns a free port no other component of the cluster was
+// given: a port FreePort returned is free only until something binds it,
+// and none of the components has started yet, so the kernel can hand the
+// same one out twice (etcd and kube-apiserver once got the same port).
+func (c *Cluster) unassignedPort(free func() (int, error)) (int, error) {
+	for range 20 {
+		port, err := free()
+		if err != nil {
+			return 0, err
+		}
+		if !slices.Contains(slices.Collect(maps.Values(c.ports)), port) {
+			return port, nil
+		}
+	}
+	return 0, errors.New("the kernel kept handing out ports already assigned")
 }
 
 // writePorts records the ports in Dir/ports.json so other tools (and the

@@ -353,3 +353,32 @@ func TestUpdatesOfFollowedSourcesAreNotAskedAgain(t *testing.T) {
 		t.Error("a source the cache does not follow passed without being asked")
 	}
 }
+
+// TestUpdatesTheShortcutLetsThroughCostNoRead plays a tenant whose Secret the cache still
+// follows after its only consumer stopped being managed, and who then rewrites it again and
+// again. Each update now reaches the reconcile (the predicate no longer asks), which must read
+// only the cache: no read of the Secret past it, no record, nothing announced.
+func TestUpdatesTheShortcutLetsThroughCostNoRead(t *testing.T) {
+	f := newFixture(t, testKey, deployment("web", "db"), secret(map[string]string{"password": "hunter2"}))
+	c := f.withSourceCache()
+	if !c.passes(c.feeds["Secret"], secretMeta("db", "7")) {
+		t.Fatal("the cache does not follow a Secret a managed workload consumes")
+	}
+	f.scope["web"] = false // the policy no longer selects the only consumer
+
+	for i := range 50 {
+		if !f.r.updatePasses("Secret", secretMeta("db", "7")) {
+			t.Fatalf("update %d of a followed source did not pass", i)
+		}
+		if out := f.reconcile("Secret", "db"); out.skipped != "Unconsumed" {
+			t.Fatalf("update %d: reconcile %+v, want skipped as Unconsumed", i, out)
+		}
+	}
+	f.expectLive("updates of a source nobody managed consumes", "")
+	if f.record("Secret", "db") != nil {
+		t.Error("a record was written for a source nobody managed consumes")
+	}
+	if evs := f.pub.take(); len(evs) != 0 {
+		t.Errorf("announced %d changes of a source nobody managed consumes", len(evs))
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -252,7 +253,7 @@ func (m *phaseRunner) single(ctx context.Context) error {
 	if err := m.settle(ctx, m.c.quiet); err != nil {
 		return err
 	}
-	prom0 := m.scrape()
+	prom0, server0 := m.scrape(), m.scrapeServer(ctx)
 	cpu0 := m.ctrl.cpuSeconds()
 	rng := rand.New(rand.NewPCG(uint64(m.c.seed), 0))
 	order := rng.Perm(m.c.deployments)
@@ -297,6 +298,7 @@ func (m *phaseRunner) single(ctx context.Context) error {
 	r.Restarts = len(r.SamplesMS)
 	r.stats()
 	r.Timeline = timeline.stages()
+	r.Server = serverCalls(server0, m.scrapeServer(ctx))
 	if err := m.settle(ctx, 2*time.Second); err != nil {
 		return err
 	}
@@ -462,6 +464,19 @@ func (m *phaseRunner) scrape() promSnapshot {
 		m.logf("metrics: %v", err)
 	}
 	return s
+}
+
+// scrapeServer reads kube-apiserver's metrics; nil (logged) when it cannot.
+func (m *phaseRunner) scrapeServer(ctx context.Context) promSnapshot {
+	raw, err := m.fx.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err == nil {
+		var s promSnapshot
+		if s, err = parseProm(bytes.NewReader(raw)); err == nil {
+			return s
+		}
+	}
+	m.logf("kube-apiserver metrics: %v", err)
+	return nil
 }
 
 // timeline collects, over the rounds, when each resource was first written

@@ -28,6 +28,8 @@ var promNames = []string{
 	"workqueue_queue_duration_seconds_sum", "workqueue_queue_duration_seconds_count",
 	"workqueue_work_duration_seconds_sum", "workqueue_work_duration_seconds_count",
 	"go_memstats_heap_inuse_bytes", "go_memstats_heap_idle_bytes", "go_memstats_heap_released_bytes",
+	// kube-apiserver's own view of the requests it served (see serverCalls).
+	"apiserver_request_duration_seconds_sum", "apiserver_request_duration_seconds_count",
 }
 
 // scrape reads the metrics endpoint; nil without one.
@@ -182,6 +184,49 @@ func deltaBy(a, b promSnapshot, name, label string) map[string]float64 {
 	for k, v := range after {
 		if d := v - before[k]; d > 0 {
 			out[k] = d
+		}
+	}
+	return out
+}
+
+// ServerCall is one kind of request as kube-apiserver timed it, from
+// receiving it to writing its response (apiserver_request_duration_seconds).
+type ServerCall struct {
+	Count  float64 `json:"count"`
+	MeanMS float64 `json:"meanMs"`
+}
+
+// serverCalls is what kube-apiserver served between two scrapes of its
+// metrics, per "VERB resource[/subresource]", leaving out WATCH (a watch's
+// duration is how long it stayed open). Beside the controller's own timing
+// it tells where a request's time went: a request slower on the client
+// than on the server waited in the client or on its connection.
+func serverCalls(a, b promSnapshot) map[string]ServerCall {
+	if a == nil || b == nil {
+		return nil
+	}
+	key := func(l map[string]string) string {
+		k := l["verb"] + " " + l["resource"]
+		if l["subresource"] != "" {
+			k += "/" + l["subresource"]
+		}
+		return k
+	}
+	total := func(s promSnapshot, name string) map[string]float64 {
+		out := map[string]float64{}
+		for _, x := range s[name] {
+			if v := x.labels["verb"]; v != "WATCH" && v != "CONNECT" {
+				out[key(x.labels)] += x.value
+			}
+		}
+		return out
+	}
+	sum0, sum1 := total(a, "apiserver_request_duration_seconds_sum"), total(b, "apiserver_request_duration_seconds_sum")
+	n0, n1 := total(a, "apiserver_request_duration_seconds_count"), total(b, "apiserver_request_duration_seconds_count")
+	out := map[string]ServerCall{}
+	for k, n := range n1 {
+		if d := n - n0[k]; d > 0 {
+			out[k] = ServerCall{Count: d, MeanMS: meanMS(sum1[k]-sum0[k], d)}
 		}
 	}
 	return out

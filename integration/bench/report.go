@@ -81,7 +81,10 @@ type LatencyResult struct {
 	Timeline           []Stage    `json:"timeline"`
 	APICallsPerRestart *float64   `json:"apiCallsPerRestart"`
 	Internals          *Internals `json:"internals"`
-	CPUSeconds         float64    `json:"cpuSeconds"`
+	// Server is kube-apiserver's timing of the requests it served in the
+	// phase (every client's, the harness's included).
+	Server     map[string]ServerCall `json:"apiServer,omitempty"`
+	CPUSeconds float64               `json:"cpuSeconds"`
 }
 
 func (l *LatencyResult) stats() {
@@ -284,6 +287,7 @@ func printReport(w io.Writer, r *Results) {
 		t.Flush()
 	}
 	printInternals(w, s.Internals)
+	printServer(w, s.Server)
 
 	b := r.Burst
 	p("\n── 3. Burst (%d Secrets updated at once, %d times; times are the median burst's)", b.size(), len(b.Runs))
@@ -374,6 +378,25 @@ func printInternals(w io.Writer, in *Internals) {
 	fmt.Fprintf(t, "    workqueue\tadds\tmean wait in queue\tmean work\t\n")
 	for _, q := range in.Queues {
 		fmt.Fprintf(t, "    %s\t%.0f\t%s\t%s\t\n", q.Name, q.Adds, fmtMS(q.MeanWaitMS), fmtMS(q.MeanWorkMS))
+	}
+	t.Flush()
+}
+
+// printServer shows kube-apiserver's own timing of the phase's requests.
+func printServer(w io.Writer, calls map[string]ServerCall) {
+	if len(calls) == 0 {
+		return
+	}
+	keys := make([]string, 0, len(calls))
+	for k := range calls {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	fmt.Fprintf(w, "  inside kube-apiserver (apiserver_request_duration_seconds, every client, same window):\n")
+	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(t, "    request\tcount\tmean\t\n")
+	for _, k := range keys {
+		fmt.Fprintf(t, "    %s\t%.0f\t%s\t\n", k, calls[k].Count, fmtMS(calls[k].MeanMS))
 	}
 	t.Flush()
 }

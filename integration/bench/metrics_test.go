@@ -1,0 +1,50 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestServerCallsAreTheWindowsMeanPerRequestKind(t *testing.T) {
+	parse := func(text string) promSnapshot {
+		s, err := parseProm(strings.NewReader(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	before := parse(`
+apiserver_request_duration_seconds_sum{component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="",verb="PATCH",version="v1"} 1.0
+apiserver_request_duration_seconds_count{component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="",verb="PATCH",version="v1"} 100
+apiserver_request_duration_seconds_sum{component="apiserver",group="apps",resource="deployments",scope="resource",subresource="status",verb="PUT",version="v1"} 0.5
+apiserver_request_duration_seconds_count{component="apiserver",group="apps",resource="deployments",scope="resource",subresource="status",verb="PUT",version="v1"} 50
+apiserver_request_duration_seconds_sum{component="apiserver",group="",resource="secrets",scope="namespace",subresource="",verb="WATCH",version="v1"} 100
+apiserver_request_duration_seconds_count{component="apiserver",group="",resource="secrets",scope="namespace",subresource="",verb="WATCH",version="v1"} 1
+`)
+	after := parse(`
+apiserver_request_duration_seconds_sum{component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="",verb="PATCH",version="v1"} 1.06
+apiserver_request_duration_seconds_count{component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="",verb="PATCH",version="v1"} 110
+apiserver_request_duration_seconds_sum{component="apiserver",group="apps",resource="deployments",scope="resource",subresource="status",verb="PUT",version="v1"} 0.5
+apiserver_request_duration_seconds_count{component="apiserver",group="apps",resource="deployments",scope="resource",subresource="status",verb="PUT",version="v1"} 50
+apiserver_request_duration_seconds_sum{component="apiserver",group="",resource="secrets",scope="namespace",subresource="",verb="WATCH",version="v1"} 400
+apiserver_request_duration_seconds_count{component="apiserver",group="",resource="secrets",scope="namespace",subresource="",verb="WATCH",version="v1"} 2
+apiserver_request_duration_seconds_sum{component="apiserver",group="",resource="secrets",scope="namespace",subresource="",verb="GET",version="v1"} 0.004
+apiserver_request_duration_seconds_count{component="apiserver",group="",resource="secrets",scope="namespace",subresource="",verb="GET",version="v1"} 2
+`)
+	got := serverCalls(before, after)
+	if c := got["PATCH deployments"]; c.Count != 10 || c.MeanMS < 5.99 || c.MeanMS > 6.01 {
+		t.Errorf("PATCH deployments = %+v, want 10 calls of 6 ms", c)
+	}
+	if c := got["GET secrets"]; c.Count != 2 || c.MeanMS < 1.99 || c.MeanMS > 2.01 {
+		t.Errorf("GET secrets (new in the window) = %+v, want 2 calls of 2 ms", c)
+	}
+	if _, ok := got["PUT deployments/status"]; ok {
+		t.Errorf("a request kind with no call in the window is listed: %v", got)
+	}
+	if _, ok := got["WATCH secrets"]; ok {
+		t.Errorf("a watch's duration is how long it stayed open, not a request's time: %v", got)
+	}
+	if serverCalls(nil, after) != nil {
+		t.Error("without a first scrape there is no window")
+	}
+}

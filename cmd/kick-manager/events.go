@@ -7,43 +7,35 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/kick-operator/kick/restart/recorder"
 )
 
 // Restart Events go through a client of their own, throttled to
-// restartEventQPS after a burst of restartEventBurst: client-go sends every
-// Event from a goroutine of its own as soon as it is recorded, so a burst of
-// 200 restarts would otherwise send 400 Events at once, competing with the
-// restarts themselves for the API server. Throttled, the restarts go first
-// and their Events follow within seconds; ordinary traffic never waits.
+// restartEventQPS after a burst of restartEventBurst, so a burst of 200
+// restarts and their 400 Events do not compete for the API server: the
+// restarts go first and their Events follow within seconds; ordinary
+// traffic never waits. The recorder holds at most its queue of Events
+// meanwhile (package recorder).
 const (
 	restartEventQPS   = 20
 	restartEventBurst = 50
 )
 
-// throttledRecorders starts an Event broadcaster on its own throttled
+// newThrottledRecorders starts an Event recorder on its own throttled
 // client; it stops when ctx ends.
-type throttledRecorders struct {
-	broadcaster events.EventBroadcaster
-	scheme      *k8sruntime.Scheme
-}
-
-func newThrottledRecorders(ctx context.Context, cfg *rest.Config, scheme *k8sruntime.Scheme) (*throttledRecorders, error) {
+func newThrottledRecorders(ctx context.Context, cfg *rest.Config, scheme *k8sruntime.Scheme) (*recorder.Broadcaster, error) {
 	throttled := rest.CopyConfig(cfg)
 	throttled.QPS, throttled.Burst = restartEventQPS, restartEventBurst
 	cs, err := kubernetes.NewForConfig(throttled)
 	if err != nil {
 		return nil, fmt.Errorf("event client: %w", err)
 	}
-	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
-	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
-		return nil, fmt.Errorf("start the event broadcaster: %w", err)
+	b, err := recorder.New(recorder.Options{Client: cs.EventsV1(), Scheme: scheme, Registerer: metrics.Registry})
+	if err != nil {
+		return nil, err
 	}
-	go func() { <-ctx.Done(); b.Shutdown() }()
-	return &throttledRecorders{broadcaster: b, scheme: scheme}, nil
-}
-
-// For returns a recorder reporting as the named component.
-func (t *throttledRecorders) For(component string) events.EventRecorder {
-	return t.broadcaster.NewRecorder(t.scheme, component)
+	b.Start(ctx)
+	return b, nil
 }

@@ -88,7 +88,12 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 	if err := active.registerProviders(ctx, mgr, kinds); err != nil {
 		return err
 	}
-	if err := (&policy.Reconciler{ProviderAvailable: active.gitops.Available, Kinds: kinds}).SetupWithManager(mgr, policy.Options{MaxConcurrentReconciles: configWorkers}); err != nil {
+	// Every controller's Events go through one bounded recorder.
+	recorders, err := newThrottledRecorders(ctx, mgr.GetConfig(), mgr.GetScheme())
+	if err != nil {
+		return err
+	}
+	if err := (&policy.Reconciler{ProviderAvailable: active.gitops.Available, Kinds: kinds, Recorder: recorders.For(policy.ControllerName)}).SetupWithManager(mgr, policy.Options{MaxConcurrentReconciles: configWorkers}); err != nil {
 		return err
 	}
 	// The notification policies watch the Secrets they read their
@@ -96,7 +101,7 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 	sources.Keep(func(kind string, src client.Object) bool {
 		return kind == discovery.KindSecret && sinks.UsesSecret(ctx, mgr.GetClient(), src)
 	}, &kickv1alpha1.NotificationPolicy{})
-	if err := (&sinks.Reconciler{}).SetupWithManager(mgr, sinks.Options{
+	if err := (&sinks.Reconciler{Recorder: recorders.For(sinks.ControllerName)}).SetupWithManager(mgr, sinks.Options{
 		Router:     rt,
 		Registerer: metrics.Registry,
 		// Added to the addresses sinks always refuse.
@@ -113,10 +118,6 @@ func wire(ctx context.Context, mgr ctrl.Manager, opts options, keys *observe.Fin
 		return err
 	}
 	if err := wireTimeline(mgr, opts, rt, kinds); err != nil {
-		return err
-	}
-	recorders, err := newThrottledRecorders(ctx, mgr.GetConfig(), mgr.GetScheme())
-	if err != nil {
 		return err
 	}
 	tracer, err := startTracing(ctx, opts)

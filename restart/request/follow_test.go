@@ -238,3 +238,54 @@ func TestARestartsRequestWaitsForTheFanOut(t *testing.T) {
 		t.Errorf("a restart recovered from its note waits %v for its request", got)
 	}
 }
+
+// The promise of docs/concepts/requests.md, in its own numbers: while the
+// driver keeps restarting workloads, a restart's request waits until the
+// driver has restarted nothing for 300 ms, and at most 5 seconds after
+// its restart. A fan-out that restarts a workload every 10–290 ms for 8 s
+// is played against one owed request, millisecond by millisecond.
+func TestARestartsRequestIsDueAfterTheDocumentedQuietOrBound(t *testing.T) {
+	const (
+		quiet = 300 * time.Millisecond // documented
+		bound = 5 * time.Second        // documented
+	)
+	t0 := time.Date(2026, 12, 5, 1, 0, 0, 0, time.UTC)
+	for _, gap := range []time.Duration{10 * time.Millisecond, 120 * time.Millisecond, 290 * time.Millisecond} {
+		now := t0
+		d := &Driver{Now: func() time.Time { return now }, mem: newMemory()}
+		web := WorkloadKey{Kind: kickv1alpha1.TargetDeployment, Namespace: "shop", Name: "web"}
+		d.mem.owe(web.memoryKey(), owedRequest{value: "v", restartedBy: t0})
+		last := t0
+		d.lastRestart.Store(last.UnixNano())
+		due := time.Duration(-1)
+		for at := time.Duration(0); at <= 8*time.Second; at += time.Millisecond {
+			now = t0.Add(at)
+			if now.Sub(last) >= gap && at < 8*time.Second {
+				last = now // the fan-out restarts another workload
+				d.lastRestart.Store(last.UnixNano())
+			}
+			if d.recordWait(web) == 0 {
+				due = at
+				break
+			}
+		}
+		if due != bound {
+			t.Errorf("a restart every %v: the request was due after %v, want %v (its bound)", gap, due, bound)
+		}
+	}
+	// A fan-out that stops: due once it has been quiet for 300 ms.
+	now := t0
+	d := &Driver{Now: func() time.Time { return now }, mem: newMemory()}
+	web := WorkloadKey{Kind: kickv1alpha1.TargetDeployment, Namespace: "shop", Name: "web"}
+	d.mem.owe(web.memoryKey(), owedRequest{value: "v", restartedBy: t0})
+	d.lastRestart.Store(t0.Add(time.Second).UnixNano()) // the last restart, 1 s in
+	for _, c := range []struct {
+		at   time.Duration
+		want bool
+	}{{time.Second + quiet - time.Millisecond, false}, {time.Second + quiet, true}} {
+		now = t0.Add(c.at)
+		if got := d.recordWait(web) == 0; got != c.want {
+			t.Errorf("at +%v, the fan-out's last restart at +1s: due %v, want %v", c.at, got, c.want)
+		}
+	}
+}

@@ -298,7 +298,8 @@ func (m *phaseRunner) single(ctx context.Context) error {
 	r.Restarts = len(r.SamplesMS)
 	r.stats()
 	r.Timeline = timeline.stages()
-	r.Server = serverCalls(server0, m.scrapeServer(ctx))
+	server1 := m.scrapeServer(ctx)
+	r.Server, r.Watches = serverCalls(server0, server1), serverWatches(server0, server1)
 	if err := m.settle(ctx, 2*time.Second); err != nil {
 		return err
 	}

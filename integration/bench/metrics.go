@@ -30,6 +30,8 @@ var promNames = []string{
 	"go_memstats_heap_inuse_bytes", "go_memstats_heap_idle_bytes", "go_memstats_heap_released_bytes",
 	// kube-apiserver's own view of the requests it served (see serverCalls).
 	"apiserver_request_duration_seconds_sum", "apiserver_request_duration_seconds_count",
+	// and the watch events it sent (see serverWatches).
+	"apiserver_watch_events_total", "apiserver_watch_events_sizes_sum", "apiserver_longrunning_requests",
 }
 
 // scrape reads the metrics endpoint; nil without one.
@@ -227,6 +229,44 @@ func serverCalls(a, b promSnapshot) map[string]ServerCall {
 	for k, n := range n1 {
 		if d := n - n0[k]; d > 0 {
 			out[k] = ServerCall{Count: d, MeanMS: meanMS(sum1[k]-sum0[k], d)}
+		}
+	}
+	return out
+}
+
+// ServerWatch is what kube-apiserver sent on the watches of one resource:
+// every watcher's copy of every event counts.
+type ServerWatch struct {
+	Watches float64 `json:"watches"`
+	Events  float64 `json:"events"`
+	KB      float64 `json:"kb"`
+}
+
+// serverWatches is, per resource, how many watches were open at the end
+// (apiserver_longrunning_requests) and the watch events sent and their
+// size between two scrapes of kube-apiserver's metrics: the work each
+// watching client adds to every write of what it watches.
+func serverWatches(a, b promSnapshot) map[string]ServerWatch {
+	if a == nil || b == nil {
+		return nil
+	}
+	out := map[string]ServerWatch{}
+	// Older API servers label watch events by kind instead of resource.
+	label := "resource"
+	if len(b["apiserver_watch_events_total"]) > 0 && b["apiserver_watch_events_total"][0].labels["resource"] == "" {
+		label = "kind"
+	}
+	events, size := deltaBy(a, b, "apiserver_watch_events_total", label), deltaBy(a, b, "apiserver_watch_events_sizes_sum", label)
+	for r, n := range events {
+		w := out[r]
+		w.Events, w.KB = n, size[r]/1024
+		out[r] = w
+	}
+	for _, x := range b["apiserver_longrunning_requests"] {
+		if x.labels["verb"] == "WATCH" && x.value > 0 {
+			w := out[x.labels["resource"]]
+			w.Watches += x.value
+			out[x.labels["resource"]] = w
 		}
 	}
 	return out

@@ -48,3 +48,36 @@ apiserver_request_duration_seconds_count{component="apiserver",group="",resource
 		t.Error("without a first scrape there is no window")
 	}
 }
+
+func TestServerWatchesCountWhatWasSentPerResource(t *testing.T) {
+	parse := func(text string) promSnapshot {
+		s, err := parseProm(strings.NewReader(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	before := parse(`
+apiserver_watch_events_total{group="apps",resource="deployments",version="v1"} 100
+apiserver_watch_events_sizes_sum{group="apps",resource="deployments",version="v1"} 102400
+apiserver_watch_events_total{group="",resource="secrets",version="v1"} 7
+`)
+	after := parse(`
+apiserver_watch_events_total{group="apps",resource="deployments",version="v1"} 160
+apiserver_watch_events_sizes_sum{group="apps",resource="deployments",version="v1"} 163840
+apiserver_watch_events_total{group="",resource="secrets",version="v1"} 7
+apiserver_longrunning_requests{component="apiserver",group="apps",resource="deployments",scope="cluster",subresource="",verb="WATCH",version="v1"} 3
+apiserver_longrunning_requests{component="apiserver",group="apps",resource="deployments",scope="namespace",subresource="",verb="WATCH",version="v1"} 1
+apiserver_longrunning_requests{component="apiserver",group="",resource="pods",scope="namespace",subresource="log",verb="CONNECT",version="v1"} 2
+`)
+	got := serverWatches(before, after)
+	if w := got["deployments"]; w.Watches != 4 || w.Events != 60 || w.KB != 60 {
+		t.Errorf("deployments = %+v, want 4 watches open, 60 events, 60 KiB", w)
+	}
+	if _, ok := got["secrets"]; ok {
+		t.Errorf("a resource with no event in the window and no watch open is listed: %v", got)
+	}
+	if _, ok := got["pods"]; ok {
+		t.Errorf("a CONNECT is not a watch: %v", got)
+	}
+}

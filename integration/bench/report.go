@@ -83,8 +83,11 @@ type LatencyResult struct {
 	Internals          *Internals `json:"internals"`
 	// Server is kube-apiserver's timing of the requests it served in the
 	// phase (every client's, the harness's included).
-	Server     map[string]ServerCall `json:"apiServer,omitempty"`
-	CPUSeconds float64               `json:"cpuSeconds"`
+	Server map[string]ServerCall `json:"apiServer,omitempty"`
+	// Watches is what kube-apiserver sent on watches in the phase, per
+	// resource (every client's).
+	Watches    map[string]ServerWatch `json:"apiServerWatches,omitempty"`
+	CPUSeconds float64                `json:"cpuSeconds"`
 }
 
 func (l *LatencyResult) stats() {
@@ -288,6 +291,7 @@ func printReport(w io.Writer, r *Results) {
 	}
 	printInternals(w, s.Internals)
 	printServer(w, s.Server)
+	printWatches(w, s.Watches)
 
 	b := r.Burst
 	p("\n── 3. Burst (%d Secrets updated at once, %d times; times are the median burst's)", b.size(), len(b.Runs))
@@ -397,6 +401,25 @@ func printServer(w io.Writer, calls map[string]ServerCall) {
 	fmt.Fprintf(t, "    request\tcount\tmean\t\n")
 	for _, k := range keys {
 		fmt.Fprintf(t, "    %s\t%.0f\t%s\t\n", k, calls[k].Count, fmtMS(calls[k].MeanMS))
+	}
+	t.Flush()
+}
+
+// printWatches shows the watch events kube-apiserver sent in the phase.
+func printWatches(w io.Writer, watches map[string]ServerWatch) {
+	if len(watches) == 0 {
+		return
+	}
+	keys := make([]string, 0, len(watches))
+	for k := range watches {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	fmt.Fprintf(w, "  watch events kube-apiserver sent (every client's, same window):\n")
+	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(t, "    resource\twatches open\tevents sent\tKiB\t\n")
+	for _, k := range keys {
+		fmt.Fprintf(t, "    %s\t%.0f\t%.0f\t%.0f\t\n", k, watches[k].Watches, watches[k].Events, watches[k].KB)
 	}
 	t.Flush()
 }

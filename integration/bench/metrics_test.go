@@ -5,15 +5,17 @@ import (
 	"testing"
 )
 
-func TestServerCallsAreTheWindowsMeanPerRequestKind(t *testing.T) {
-	parse := func(text string) promSnapshot {
-		s, err := parseProm(strings.NewReader(text))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
+func parse(t *testing.T, text string) promSnapshot {
+	t.Helper()
+	s, err := parseProm(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
 	}
-	before := parse(`
+	return s
+}
+
+func TestServerCallsAreTheWindowsMeanPerRequestKind(t *testing.T) {
+	before := parse(t, `
 apiserver_request_duration_seconds_sum{component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="",verb="PATCH",version="v1"} 1.0
 apiserver_request_duration_seconds_count{component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="",verb="PATCH",version="v1"} 100
 apiserver_request_duration_seconds_sum{component="apiserver",group="apps",resource="deployments",scope="resource",subresource="status",verb="PUT",version="v1"} 0.5
@@ -21,7 +23,7 @@ apiserver_request_duration_seconds_count{component="apiserver",group="apps",reso
 apiserver_request_duration_seconds_sum{component="apiserver",group="",resource="secrets",scope="namespace",subresource="",verb="WATCH",version="v1"} 100
 apiserver_request_duration_seconds_count{component="apiserver",group="",resource="secrets",scope="namespace",subresource="",verb="WATCH",version="v1"} 1
 `)
-	after := parse(`
+	after := parse(t, `
 apiserver_request_duration_seconds_sum{component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="",verb="PATCH",version="v1"} 1.06
 apiserver_request_duration_seconds_count{component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="",verb="PATCH",version="v1"} 110
 apiserver_request_duration_seconds_sum{component="apiserver",group="apps",resource="deployments",scope="resource",subresource="status",verb="PUT",version="v1"} 0.5
@@ -50,19 +52,12 @@ apiserver_request_duration_seconds_count{component="apiserver",group="",resource
 }
 
 func TestServerWatchesCountWhatWasSentPerResource(t *testing.T) {
-	parse := func(text string) promSnapshot {
-		s, err := parseProm(strings.NewReader(text))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	before := parse(`
+	before := parse(t, `
 apiserver_watch_events_total{group="apps",resource="deployments",version="v1"} 100
 apiserver_watch_events_sizes_sum{group="apps",resource="deployments",version="v1"} 102400
 apiserver_watch_events_total{group="",resource="secrets",version="v1"} 7
 `)
-	after := parse(`
+	after := parse(t, `
 apiserver_watch_events_total{group="apps",resource="deployments",version="v1"} 160
 apiserver_watch_events_sizes_sum{group="apps",resource="deployments",version="v1"} 163840
 apiserver_watch_events_total{group="",resource="secrets",version="v1"} 7

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -388,48 +390,37 @@ func printInternals(w io.Writer, in *Internals) {
 
 // printServer shows kube-apiserver's own timing of the phase's requests.
 func printServer(w io.Writer, calls map[string]ServerCall) {
-	if len(calls) == 0 {
-		return
-	}
-	keys := make([]string, 0, len(calls))
-	for k := range calls {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	fmt.Fprintf(w, "  inside kube-apiserver (apiserver_request_duration_seconds, every client, same window):\n")
-	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(t, "    request\tcount\tmean\t\n")
-	for _, k := range keys {
-		fmt.Fprintf(t, "    %s\t%.0f\t%s\t\n", k, calls[k].Count, fmtMS(calls[k].MeanMS))
-	}
-	t.Flush()
+	printByKey(w, "inside kube-apiserver (apiserver_request_duration_seconds, every client, same window)",
+		"request\tcount\tmean", calls, func(c ServerCall) string {
+			return fmt.Sprintf("%.0f\t%s", c.Count, fmtMS(c.MeanMS))
+		})
 }
 
 // printWatches shows the watch events kube-apiserver sent in the phase.
 func printWatches(w io.Writer, watches map[string]ServerWatch) {
-	if len(watches) == 0 {
+	printByKey(w, "watch events kube-apiserver sent (every client's, same window)",
+		"resource\twatches open\tevents sent\tKiB", watches, func(x ServerWatch) string {
+			return fmt.Sprintf("%.0f\t%.0f\t%.0f", x.Watches, x.Events, x.KB)
+		})
+}
+
+// printByKey prints a titled table of m, one row per key in key order;
+// nothing when m is empty.
+func printByKey[T any](w io.Writer, title, header string, m map[string]T, row func(T) string) {
+	if len(m) == 0 {
 		return
 	}
-	keys := make([]string, 0, len(watches))
-	for k := range watches {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	fmt.Fprintf(w, "  watch events kube-apiserver sent (every client's, same window):\n")
+	fmt.Fprintf(w, "  %s:\n", title)
 	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(t, "    resource\twatches open\tevents sent\tKiB\t\n")
-	for _, k := range keys {
-		fmt.Fprintf(t, "    %s\t%.0f\t%.0f\t%.0f\t\n", k, watches[k].Watches, watches[k].Events, watches[k].KB)
+	fmt.Fprintf(t, "    %s\t\n", header)
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		fmt.Fprintf(t, "    %s\t%s\t\n", k, row(m[k]))
 	}
 	t.Flush()
 }
 
 func byKey(m map[string]float64, format string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = k + " " + fmt.Sprintf(format, m[k])

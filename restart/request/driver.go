@@ -87,6 +87,10 @@ type Driver struct {
 	// wrote and the restarts the driver is applying now. Nil turns the
 	// driver's own restarts off.
 	mem *memory
+	// watchesRestarts is set when restartShown receives every workload
+	// version the cache does; awaiting holds the restarts it waits to see.
+	watchesRestarts bool
+	awaiting        propagation
 }
 
 // While the driver keeps restarting workloads (its last restart less than
@@ -165,7 +169,12 @@ func (d *Driver) Reconcile(ctx context.Context, k WorkloadKey) (reconcile.Result
 	}
 	handed := d.handed.get(k)
 	err := d.ensure(ctx, k, handed)
-	d.Records.Looked(k.lookKey())
+	if !errors.Is(err, errRecordNext) {
+		// A restart applied at once is looked at once the cache shows it
+		// (lookedOnceShown); any other look ends here.
+		d.awaiting.forget(k.lookKey())
+		d.Records.Looked(k.lookKey())
+	}
 	d.handed.looked(d.Now())
 	if err != nil {
 		if refused(err) {

@@ -76,7 +76,7 @@ func (d *Driver) restartNow(ctx context.Context, k WorkloadKey, h workload.Handl
 		}
 		return errLookAgain
 	}
-	d.Records.Looked(k.lookKey()) // the change's record may follow now
+	d.lookedOnceShown(k, value)
 	d.lastRestart.Store(d.Now().UnixNano())
 	o := owedRequest{value: value, change: a.Latest, claim: stamp, trace: tc, restarted: started, restartedBy: d.Now()}
 	if d.Tracer != nil {

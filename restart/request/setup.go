@@ -256,6 +256,19 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	if err := dc.Watch(&routerSource{sub: sub, handed: &driver.handed, now: driver.Now}); err != nil {
 		return err
 	}
+	// Every version of a workload the cache receives tells the driver
+	// whether a restart it applied has reached the API server's watchers.
+	for _, obj := range opts.Kinds.Objects() {
+		shown := handler.TypedFuncs[client.Object, WorkloadKey]{
+			UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], _ workqueue.TypedRateLimitingInterface[WorkloadKey]) {
+				driver.restartShown(e.ObjectNew)
+			},
+		}
+		if err := dc.Watch(source.TypedKind(mgr.GetCache(), obj, shown)); err != nil {
+			return err
+		}
+	}
+	driver.watchesRestarts = true
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("kickpolicy-adopt").
 		For(&kickv1alpha1.KickPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).

@@ -175,10 +175,11 @@ func (r *Records) Looked(workload string) {
 
 // AwaitLooks returns once the restarter looked at every one of workloads
 // expected so far, or after max, or when ctx ends: the bookkeeping of a
-// change waits for the restarts it could slow down, never for long.
-func (r *Records) AwaitLooks(ctx context.Context, workloads []string, max time.Duration) {
+// change waits for the restarts it could slow down, never for long. It
+// reports whether every look came (false: max or ctx ended the wait).
+func (r *Records) AwaitLooks(ctx context.Context, workloads []string, max time.Duration) bool {
 	if r == nil {
-		return
+		return true
 	}
 	t := time.NewTimer(max)
 	defer t.Stop()
@@ -192,11 +193,12 @@ func (r *Records) AwaitLooks(ctx context.Context, workloads []string, max time.D
 		select {
 		case <-c:
 		case <-t.C:
-			return
+			return false
 		case <-ctx.Done():
-			return
+			return false
 		}
 	}
+	return true
 }
 
 // Len is the number of sources with a write in flight or failed.

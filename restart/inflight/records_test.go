@@ -130,13 +130,17 @@ func TestAwaitLooksWaitsForTheRestarterNotLonger(t *testing.T) {
 	// api is never looked at here: AwaitLooks waits out its bound. A timer
 	// never fires early, so this lower bound does not depend on the load.
 	start := time.Now()
-	r.AwaitLooks(context.Background(), []string{web, api}, 30*time.Millisecond)
+	if r.AwaitLooks(context.Background(), []string{web, api}, 30*time.Millisecond) {
+		t.Error("a wait its bound ended reports every look")
+	}
 	if waited := time.Since(start); waited < 30*time.Millisecond {
 		t.Fatalf("returned after %v, before api was looked at", waited)
 	}
 	done := make(chan struct{})
 	go func() {
-		r.AwaitLooks(context.Background(), []string{web, api}, time.Hour)
+		if !r.AwaitLooks(context.Background(), []string{web, api}, time.Hour) {
+			t.Error("a wait every look ended reports the bound")
+		}
 		close(done)
 	}()
 	r.Looked(api)

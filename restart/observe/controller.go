@@ -277,7 +277,7 @@ func (r *SourceReconciler) reconcileSource(ctx context.Context, kind sourceKind,
 		}
 		out.published = true
 		// The restarts go first; the record follows them.
-		r.Records.AwaitLooks(ctx, looks, lookWait)
+		r.metrics.recordWaited(r.Records.AwaitLooks(ctx, looks, lookWait))
 	}
 	name := kickv1alpha1.ObservationName(kind.name, src.GetName())
 	written, err := WriteRecord(ctx, r.Client, stored, name, discovery.CoreAPIVersion, kind.name, src, spec)

@@ -12,6 +12,7 @@ import (
 type metrics struct {
 	observations *prometheus.CounterVec
 	events       *prometheus.CounterVec
+	recordWaits  *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -27,6 +28,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "kick_observe_events_published_total",
 			Help: "SourceChanged events published, by source kind and class.",
 		}, []string{"kind", "class"})),
+		recordWaits: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kick_observe_record_waits_total",
+			Help: "Records of announced changes written after waiting for the restarter, by how the wait ended: looked (every consumer looked at, its restart seen by the manager's watch) or bound (20 ms passed first).",
+		}, []string{"ended"})),
 	}
 }
 
@@ -87,6 +92,19 @@ func (s cachedSources) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(s.followed, prometheus.GaugeValue, float64(n), kind)
 		ch <- prometheus.MustNewConstMetric(s.refused, prometheus.CounterValue, float64(refused[kind]), kind)
 	}
+}
+
+// recordWaited counts a record's wait for the restarter, by whether every
+// look came before the bound.
+func (m *metrics) recordWaited(looked bool) {
+	if m == nil {
+		return
+	}
+	ended := "bound"
+	if looked {
+		ended = "looked"
+	}
+	m.recordWaits.WithLabelValues(ended).Inc()
 }
 
 func (m *metrics) observed(kind string, out outcome) {

@@ -59,7 +59,7 @@ func newFixture(ctx context.Context, c *config, logf func(string, ...any)) (*fix
 	if c.kubeconfig == "" {
 		logf("starting the local control plane (%d kwok nodes)", c.nodes)
 		started := time.Now()
-		cl, err := controlplane.Start(ctx, controlplane.Options{BinDir: c.binDir, Nodes: c.nodes, CRDDirs: c.crdDirs, UpstreamCRDs: c.upstreamCRDs, Progress: prefixWriter{logf}})
+		cl, err := controlplane.Start(ctx, controlplane.Options{BinDir: c.binDir, Nodes: c.nodes, CRDDirs: c.crdDirs, UpstreamCRDs: c.upstreamCRDs, APIServerFlags: c.serverFlags, Progress: prefixWriter{logf}})
 		if err != nil {
 			return nil, err
 		}

@@ -75,6 +75,7 @@ type config struct {
 	kubeconfig   string
 	binDir       string
 	crdDirs      listFlag
+	serverFlags  listFlag
 	upstreamCRDs bool
 	nodes        int
 	namespace    string
@@ -138,6 +139,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "use this existing cluster instead of starting a local control plane")
 	fs.StringVar(&c.binDir, "bin-dir", "bin/k8s", "control-plane binaries (make control-plane)")
 	fs.Var(&c.crdDirs, "crds", "comma-separated CRD directories installed into the local control plane")
+	fs.Var(&c.serverFlags, "apiserver-flags", "comma-separated flags added to the local kube-apiserver's command line (e.g. --audit-policy-file=…,--audit-log-path=…, to see where a change's time goes on the server)")
 	fs.BoolVar(&c.upstreamCRDs, "upstream-crds", false, "also install the upstream CRDs collected in -bin-dir/crds (Argo CD, Flux, Rollouts, Kargo, Secrets Store CSI)")
 	fs.IntVar(&c.nodes, "nodes", 2, "kwok nodes")
 	fs.StringVar(&c.namespace, "namespace", "bench", "namespace of the workloads and Secrets (created; must not exist)")

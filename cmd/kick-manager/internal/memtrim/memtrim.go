@@ -31,36 +31,52 @@ type Sample struct {
 }
 
 // Policy says when a release is worth its cost (one garbage collection,
-// a few milliseconds of CPU on a heap of tens of MB).
+// a few milliseconds of CPU on a heap of tens of MB, and the page faults of
+// whatever work comes next, which finds its pages returned).
 type Policy struct {
 	// Quiet is the most a process may allocate between two samples and
 	// still count as idle.
 	Quiet uint64
+	// QuietSamples is how many intervals in a row must be quiet before a
+	// release (at least one).
+	QuietSamples int
 	// MinGain is the least a release must be expected to win back.
 	MinGain uint64
 }
 
 // DefaultInterval is how often Run samples the runtime with DefaultPolicy:
-// a release comes 1–2 s after the work that grew the heap has stopped.
+// a release comes 5–6 s after the work that grew the heap has stopped.
 const DefaultInterval = time.Second
 
 // DefaultPolicy, sampled every DefaultInterval: idle means under 256 KiB
-// allocated in that second (a lease renewal stays under it, a reconcile
-// burst does not; a metrics scrape may make one second busy, not the next);
-// a release must be expected to win back at least 2 MiB, so an idle manager
-// collects at most once per 2 MiB it allocates, and a quiet second inside
-// a burst costs one collection (whose pages the burst faults back in). The estimate runs low right after work (a
-// release expected to win 4 MiB returned 6 MB in the benchmark): a
-// threshold of 4 MiB left some idle managers holding 4 MB of garbage.
-var DefaultPolicy = Policy{Quiet: 256 << 10, MinGain: 2 << 20}
+// allocated in each of five seconds in a row (a lease renewal stays under
+// it, a reconcile does not; a metrics scrape may make one second busy, not
+// the next).
+//
+// Five seconds, not one: changes often come a second or two apart (a
+// rotation job, a GitOps sync applying Secrets one after another). A manager
+// that released after every quiet second ran a collection between two such
+// changes, and the next change faulted its pages back in: in the benchmark's
+// single changes, about 1.5 s apart, that cost 2–4 ms of CPU per change,
+// and each change took 1.25× as long as with this rule (medians of three
+// rounds side by side). A release must be expected to win back at least
+// 2 MiB, so an idle manager collects at most once per 2 MiB it allocates.
+// The estimate runs low right after work (a release expected to win 4 MiB
+// returned 6 MB in the benchmark): a threshold of 4 MiB left some idle
+// managers holding 4 MB of garbage.
+var DefaultPolicy = Policy{Quiet: 256 << 10, QuietSamples: 5, MinGain: 2 << 20}
 
-// Decide reports whether to release now: the process allocated at most
-// Quiet since prev, and a release would win back at least MinGain.
-func (p Policy) Decide(prev, cur Sample) bool {
-	if cur.Allocated < prev.Allocated || cur.Allocated-prev.Allocated > p.Quiet {
-		return false
-	}
-	return cur.Reclaimable >= p.MinGain
+// Idle reports whether the process allocated at most Quiet between prev and
+// cur.
+func (p Policy) Idle(prev, cur Sample) bool {
+	return cur.Allocated >= prev.Allocated && cur.Allocated-prev.Allocated <= p.Quiet
+}
+
+// Decide reports whether to release at cur, the last of quietRun idle
+// intervals in a row: the run is long enough, and a release would win back
+// at least MinGain.
+func (p Policy) Decide(quietRun int, cur Sample) bool {
+	return quietRun >= max(p.QuietSamples, 1) && cur.Reclaimable >= p.MinGain
 }
 
 // Released describes one release, for logging.
@@ -81,6 +97,7 @@ func Run(ctx context.Context, interval time.Duration, p Policy, released func(Re
 // RunWith is Run with the sampling and the release supplied (tests).
 func RunWith(ctx context.Context, ticks <-chan time.Time, p Policy, read func() Sample, release func(), released func(Released)) {
 	prev := read()
+	quietRun := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -88,7 +105,12 @@ func RunWith(ctx context.Context, ticks <-chan time.Time, p Policy, read func() 
 		case <-ticks:
 		}
 		cur := read()
-		if p.Decide(prev, cur) {
+		if p.Idle(prev, cur) {
+			quietRun++
+		} else {
+			quietRun = 0
+		}
+		if p.Decide(quietRun, cur) {
 			start := time.Now()
 			release()
 			after := read()

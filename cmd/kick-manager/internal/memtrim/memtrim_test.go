@@ -11,21 +11,44 @@ import (
 const mib = 1 << 20
 
 func TestDecide(t *testing.T) {
-	p := Policy{Quiet: 1 * mib, MinGain: 4 * mib}
+	p := Policy{Quiet: 1 * mib, QuietSamples: 3, MinGain: 4 * mib}
+	for _, tc := range []struct {
+		name     string
+		quietRun int
+		cur      Sample
+		want     bool
+	}{
+		{"three quiet intervals and 6 MiB to win", 3, Sample{Reclaimable: 6 * mib}, true},
+		{"more quiet intervals, exactly the gain", 7, Sample{Reclaimable: 4 * mib}, true},
+		{"quiet long enough but little to win", 3, Sample{Reclaimable: 3 * mib}, false},
+		{"quiet for two intervals only", 2, Sample{Reclaimable: 20 * mib}, false},
+		{"busy", 0, Sample{Reclaimable: 20 * mib}, false},
+	} {
+		if got := p.Decide(tc.quietRun, tc.cur); got != tc.want {
+			t.Errorf("%s: Decide = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if !(Policy{MinGain: mib}).Decide(1, Sample{Reclaimable: mib}) {
+		t.Error("a policy without QuietSamples must release after one quiet interval")
+	}
+}
+
+func TestIdle(t *testing.T) {
+	p := Policy{Quiet: 1 * mib}
 	for _, tc := range []struct {
 		name      string
 		prev, cur Sample
 		want      bool
 	}{
-		{"quiet and 6 MiB to win", Sample{Allocated: 100 * mib}, Sample{Allocated: 100*mib + 512<<10, Reclaimable: 6 * mib}, true},
-		{"quiet, exactly the gain", Sample{Allocated: 100 * mib}, Sample{Allocated: 100 * mib, Reclaimable: 4 * mib}, true},
-		{"quiet but little to win", Sample{Allocated: 100 * mib}, Sample{Allocated: 100 * mib, Reclaimable: 3 * mib}, false},
-		{"busy: 8 MiB allocated since the last sample", Sample{Allocated: 100 * mib}, Sample{Allocated: 108 * mib, Reclaimable: 20 * mib}, false},
-		{"just over the quiet limit", Sample{Allocated: 100 * mib}, Sample{Allocated: 101*mib + 1, Reclaimable: 20 * mib}, false},
-		{"counter went backwards (cannot happen; never release on it)", Sample{Allocated: 100 * mib}, Sample{Allocated: 99 * mib, Reclaimable: 20 * mib}, false},
+		{"512 KiB allocated", Sample{Allocated: 100 * mib}, Sample{Allocated: 100*mib + 512<<10}, true},
+		{"nothing allocated", Sample{Allocated: 100 * mib}, Sample{Allocated: 100 * mib}, true},
+		{"exactly the limit", Sample{Allocated: 100 * mib}, Sample{Allocated: 101 * mib}, true},
+		{"just over the limit", Sample{Allocated: 100 * mib}, Sample{Allocated: 101*mib + 1}, false},
+		{"8 MiB allocated", Sample{Allocated: 100 * mib}, Sample{Allocated: 108 * mib}, false},
+		{"counter went backwards (cannot happen; never idle on it)", Sample{Allocated: 100 * mib}, Sample{Allocated: 99 * mib}, false},
 	} {
-		if got := p.Decide(tc.prev, tc.cur); got != tc.want {
-			t.Errorf("%s: Decide = %v, want %v", tc.name, got, tc.want)
+		if got := p.Idle(tc.prev, tc.cur); got != tc.want {
+			t.Errorf("%s: Idle = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
@@ -150,8 +173,8 @@ func TestReleaseReturnsGarbageToTheOS(t *testing.T) {
 // TestDefaultsReleaseSoonAfterWork plays a manager at the default settings:
 // 10 s of reconciles allocating 5 MiB/s, then idle with a lease renewal's
 // trickle (32 KiB/s) and a 400 KiB metrics scrape right after the work
-// stopped and every 15 s. The heap the work grew must go back within 2 s of
-// its end, scrape or not, so an idle manager is measured and billed at its
+// stopped and every 15 s. The heap the work grew must go back within a few
+// seconds of its end (DefaultPolicy.QuietSamples intervals and one more), scrape or not, so an idle manager is measured and billed at its
 // live data, not at its last busy second; and the trickle after it must not
 // make it collect more often than once per DefaultPolicy.MinGain allocated.
 func TestDefaultsReleaseSoonAfterWork(t *testing.T) {
@@ -213,8 +236,9 @@ func TestDefaultsReleaseSoonAfterWork(t *testing.T) {
 	if len(releasedAt) == 0 {
 		t.Fatal("never released after the work")
 	}
-	if after := releasedAt[0] - busy; after < 0 || after > 2*time.Second {
-		t.Errorf("first released %s after the work stopped, want within 2 s (sampling every %s)", after, DefaultInterval)
+	within := time.Duration(DefaultPolicy.QuietSamples+1) * DefaultInterval
+	if after := releasedAt[0] - busy; after < 0 || after > within {
+		t.Errorf("first released %s after the work stopped, want within %s (sampling every %s)", after, within, DefaultInterval)
 	}
 	// While idle, a collection costs CPU for little: at most one per
 	// MinGain the trickle and the scrapes allocate.
@@ -222,5 +246,66 @@ func TestDefaultsReleaseSoonAfterWork(t *testing.T) {
 	if most := int(idleAllocated / DefaultPolicy.MinGain); len(releasedAt)-1 > most {
 		t.Errorf("released at %v: %d times while idle, want at most %d (one per %d KiB allocated)",
 			releasedAt, len(releasedAt)-1, most, DefaultPolicy.MinGain>>10)
+	}
+}
+
+// TestDefaultsWaitOutChangesSecondsApart plays a manager at the default
+// settings handling one change every 2 s for a minute (each reconcile
+// allocating 1.5 MiB, so after each a release would win back more than
+// MinGain), then idle. No release may come between two changes: it would
+// cost a collection, and the next change would fault the returned pages
+// back in. Once the changes stop, the heap goes back within
+// QuietSamples+1 intervals.
+func TestDefaultsWaitOutChangesSecondsApart(t *testing.T) {
+	const (
+		every  = 2 * time.Second
+		busy   = 60 * time.Second
+		idle   = 20 * time.Second
+		change = 3 * mib / 2
+	)
+	var (
+		now                time.Duration
+		allocated, garbage uint64
+		releasedAt         []time.Duration
+		started, after     bool
+	)
+	read := func() Sample {
+		if !started || after {
+			started, after = true, false
+			return Sample{Allocated: allocated, Retained: 20*mib + garbage, Reclaimable: garbage}
+		}
+		start := now
+		now += DefaultInterval
+		if start < busy && start%every == 0 {
+			allocated += change
+			garbage += change
+		}
+		return Sample{Allocated: allocated, Retained: 20*mib + garbage, Reclaimable: garbage}
+	}
+	release := func() {
+		garbage = 0
+		releasedAt = append(releasedAt, now)
+		after = true
+	}
+	ticks := make(chan time.Time)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		RunWith(ctx, ticks, DefaultPolicy, read, release, nil)
+	}()
+	for range (busy + idle) / DefaultInterval {
+		ticks <- time.Time{}
+	}
+	cancel()
+	<-done
+	for _, at := range releasedAt {
+		if at <= busy {
+			t.Errorf("released at %s, between two changes %s apart (released at %v)", at, every, releasedAt)
+		}
+	}
+	within := time.Duration(DefaultPolicy.QuietSamples+1) * DefaultInterval
+	if len(releasedAt) == 0 || releasedAt[0]-(busy-every) > within+every {
+		t.Errorf("released at %v; want once within %s of the last change at %s", releasedAt, within, busy-every)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/integration/cluster"
+	"github.com/kick-operator/kick/restart/evidence"
 	"github.com/kick-operator/kick/restart/freshness"
 	"github.com/kick-operator/kick/sinks/format"
 	"github.com/kick-operator/kick/sinks/rollup"
@@ -86,8 +87,15 @@ func TestRollUpWaitsForConsumersWithoutRequest(t *testing.T) {
 	case <-time.After(time.Until(done.Add(rollup.Settle + 5*time.Second))):
 	}
 
-	// KICK restarts web-2 and writes its request; its end completes the fan-out.
-	restampConsumer(t, c, ns, "web-2", time.Now())
+	// KICK restarts web-2, naming the change in its note, and writes its request a moment
+	// later, as the driver does. Meanwhile web-2's new rollout started after the change and
+	// no request names it: the summary must still wait for it.
+	restartWithNote(t, c, ns, "web-2", time.Now(), a)
+	select {
+	case e := <-got:
+		t.Fatalf("a summary between web-2's restart and its request: %s", e)
+	case <-time.After(3 * time.Second):
+	}
 	setRequest(t, c, ns, "web-2", kickv1alpha1.PhaseExecuting, tls, nil)
 	last := metav1.NewTime(time.Now().Truncate(time.Second))
 	setRequest(t, c, ns, "web-2", kickv1alpha1.PhaseSucceeded, tls, &last)
@@ -103,6 +111,26 @@ func tlsConsumer(ns, name, tier string, stamp time.Time) *appsv1.Deployment {
 	d.Spec.Template.Annotations = map[string]string{freshness.RestartedAtAnnotation: freshness.FormatStamp(stamp)}
 	d.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "web-tls"}}}}
 	return d
+}
+
+// restartWithNote restarts Deployment name at stamp with KICK's restarted-for note naming
+// the change at change, as the driver's restart at once does.
+func restartWithNote(t *testing.T, c client.Client, ns, name string, stamp, change time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	value := freshness.FormatStamp(stamp)
+	cluster.Eventually(t, wait, "restart of "+name, func() (bool, error) {
+		var d appsv1.Deployment
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &d); err != nil {
+			return false, err
+		}
+		d.Spec.Template.Annotations[freshness.RestartedAtAnnotation] = value
+		if d.Annotations == nil {
+			d.Annotations = map[string]string{}
+		}
+		d.Annotations[kickv1alpha1.RestartedForAnnotation] = evidence.Note{Stamp: value, Change: change}.String()
+		return true, c.Update(ctx, &d)
+	})
 }
 
 // restampConsumer restarts Deployment name at stamp, as KICK's patch does.

@@ -262,6 +262,10 @@ func runRollUpManager(t *testing.T, env *cluster.Env, ns string) func() {
 	if err := workload.RegisterIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		t.Fatal(err)
 	}
+	// And a workload's KickRequests (how FanOuts tells a restart still to be recorded).
+	if err := request.RegisterIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		t.Fatal(err)
+	}
 	rt := router.New(router.Options{Registerer: prometheus.NewRegistry()})
 	opts := sinks.Options{
 		Router: rt, Registerer: prometheus.NewRegistry(), StatusInterval: 300 * time.Millisecond,

@@ -12,6 +12,7 @@ import (
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/assess"
 	"github.com/kick-operator/kick/restart/discovery"
+	"github.com/kick-operator/kick/restart/evidence"
 	"github.com/kick-operator/kick/restart/freshness"
 	"github.com/kick-operator/kick/restart/policy"
 	"github.com/kick-operator/kick/restart/workload"
@@ -181,9 +182,17 @@ func (f *FanOuts) Consumers(ctx context.Context, namespace string, source rollup
 				}
 			}
 			r, err := kinds.Inspect(ctx, f.Client, w)
+			carries := err == nil && !freshness.Newer(change, r.Since)
+			if carries {
+				unrecorded, err := restartUnrecorded(ctx, f.Client, kinds, w, changedAt)
+				if err != nil {
+					return nil, err
+				}
+				carries = !unrecorded
+			}
 			out = append(out, rollup.Consumer{
 				Target:  string(workload.KindOf(w)) + "/" + w.GetName(),
-				Carries: err == nil && !freshness.Newer(change, r.Since),
+				Carries: carries,
 				Labels:  w.GetLabels(),
 			})
 		}
@@ -263,4 +272,37 @@ func (s *sourceScope) covers(ctx context.Context, p *kickv1alpha1.KickPolicy) (b
 		s.read, s.labels = true, src.GetLabels()
 	}
 	return !s.gone && policy.DependencyInScope(p, s.labels), nil
+}
+
+// restartUnrecorded reports whether KICK restarted w for a change at or
+// after changedAt and no request names that restart yet: w carries the
+// stamp its restarted-for note gives, and no request of w was written for
+// that stamp. The driver writes the request a moment after the restart (in
+// a fan-out, up to recordMaxWait later), so until then the consumer is a
+// restart of the fan-out still to be recorded, not one that started after
+// the change by other means.
+func restartUnrecorded(ctx context.Context, c client.Reader, kinds *workload.Registry, w client.Object, changedAt time.Time) (bool, error) {
+	note, err := evidence.Parse(w.GetAnnotations()[kickv1alpha1.RestartedForAnnotation])
+	if err != nil || note.Change.Before(changedAt) {
+		return false, nil
+	}
+	k, ok := kinds.KindOf(w)
+	if !ok {
+		return false, nil
+	}
+	stamp, parsed := freshness.ParseStamp(note.Stamp)
+	current, carried := k.Restarter.Current(w)
+	if !parsed || !carried || !current.Equal(stamp) {
+		return false, nil // the note speaks for an earlier restart
+	}
+	requests, err := requestsOf(ctx, c, w.GetNamespace(), workload.TargetKey(k.Target, w.GetName()))
+	if err != nil {
+		return false, err
+	}
+	for _, kr := range requests {
+		if kr.Annotations[kickv1alpha1.RestartAnnotation] == note.Stamp {
+			return false, nil
+		}
+	}
+	return true, nil
 }

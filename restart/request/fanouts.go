@@ -12,7 +12,6 @@ import (
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/assess"
 	"github.com/kick-operator/kick/restart/discovery"
-	"github.com/kick-operator/kick/restart/evidence"
 	"github.com/kick-operator/kick/restart/freshness"
 	"github.com/kick-operator/kick/restart/policy"
 	"github.com/kick-operator/kick/restart/workload"
@@ -282,18 +281,13 @@ func (s *sourceScope) covers(ctx context.Context, p *kickv1alpha1.KickPolicy) (b
 // restart of the fan-out still to be recorded, not one that started after
 // the change by other means.
 func restartUnrecorded(ctx context.Context, c client.Reader, kinds *workload.Registry, w client.Object, changedAt time.Time) (bool, error) {
-	note, err := evidence.Parse(w.GetAnnotations()[kickv1alpha1.RestartedForAnnotation])
-	if err != nil || note.Change.Before(changedAt) {
-		return false, nil
-	}
 	k, ok := kinds.KindOf(w)
 	if !ok {
 		return false, nil
 	}
-	stamp, parsed := freshness.ParseStamp(note.Stamp)
-	current, carried := k.Restarter.Current(w)
-	if !parsed || !carried || !current.Equal(stamp) {
-		return false, nil // the note speaks for an earlier restart
+	note, _, ok := carriedNote(w, func() (time.Time, bool) { return k.Restarter.Current(w) })
+	if !ok || note.Change.Before(changedAt) {
+		return false, nil
 	}
 	requests, err := requestsOf(ctx, c, w.GetNamespace(), workload.TargetKey(k.Target, w.GetName()))
 	if err != nil {

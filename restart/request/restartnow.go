@@ -157,14 +157,12 @@ func (d *Driver) unrecordedRestart(k WorkloadKey, h workload.Handle, requests []
 	}
 	o, ok := d.mem.owed(k.memoryKey())
 	if !ok {
-		n, err := evidence.Parse(h.Target.GetAnnotations()[kickv1alpha1.RestartedForAnnotation])
-		if err != nil || h.Redirected() {
+		if h.Redirected() {
 			return owedRequest{}, false
 		}
-		stamp, parsed := freshness.ParseStamp(n.Stamp)
-		current, carried := h.Current()
-		if !parsed || !carried || !current.Equal(stamp) {
-			return owedRequest{}, false // the note speaks for an earlier restart
+		n, stamp, ok := carriedNote(h.Target, h.Current)
+		if !ok {
+			return owedRequest{}, false
 		}
 		if d.Retention > 0 && d.Now().Sub(stamp) >= d.Retention {
 			return owedRequest{}, false // its request would have been deleted by now
@@ -183,6 +181,22 @@ func (d *Driver) unrecordedRestart(k WorkloadKey, h workload.Handle, requests []
 		}
 	}
 	return o, true
+}
+
+// carriedNote returns w's restarted-for note and its stamp when w still
+// carries that stamp (current reads the stamp w carries); false when w has
+// no note, or the note speaks for an earlier restart.
+func carriedNote(w client.Object, current func() (time.Time, bool)) (evidence.Note, time.Time, bool) {
+	n, err := evidence.Parse(w.GetAnnotations()[kickv1alpha1.RestartedForAnnotation])
+	if err != nil {
+		return evidence.Note{}, time.Time{}, false
+	}
+	stamp, parsed := freshness.ParseStamp(n.Stamp)
+	carried, ok := current()
+	if !parsed || !ok || !carried.Equal(stamp) {
+		return evidence.Note{}, time.Time{}, false
+	}
+	return n, stamp, true
 }
 
 // pendingSources returns the Secrets and ConfigMaps target consumes whose

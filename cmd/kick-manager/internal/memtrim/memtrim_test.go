@@ -81,20 +81,25 @@ func (s *script) release() {
 // run drives RunWith through n ticks of the script with the default-sized
 // policy and returns the releases it reported.
 func (s *script) run(n int) []Released {
+	var got []Released
+	drive(Policy{Quiet: 1 * mib, MinGain: 4 * mib}, s.read, s.release, func(r Released) { got = append(got, r) }, n)
+	return got
+}
+
+// drive runs RunWith with p for n ticks and returns once it has stopped.
+func drive(p Policy, read func() Sample, release func(), released func(Released), n int) {
 	ticks := make(chan time.Time)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	var got []Released
 	go func() {
 		defer close(done)
-		RunWith(ctx, ticks, Policy{Quiet: 1 * mib, MinGain: 4 * mib}, s.read, s.release, func(r Released) { got = append(got, r) })
+		RunWith(ctx, ticks, p, read, release, released)
 	}()
 	for range n {
 		ticks <- time.Time{}
 	}
 	cancel()
 	<-done
-	return got
 }
 
 func TestRunReleasesOncePerQuietPeriod(t *testing.T) {
@@ -221,18 +226,7 @@ func TestDefaultsReleaseSoonAfterWork(t *testing.T) {
 		releasedAt = append(releasedAt, now)
 		sampleAfterRelease = true
 	}
-	ticks := make(chan time.Time)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		RunWith(ctx, ticks, DefaultPolicy, read, release, nil)
-	}()
-	for range (busy + idle) / DefaultInterval {
-		ticks <- time.Time{}
-	}
-	cancel()
-	<-done
+	drive(DefaultPolicy, read, release, nil, int((busy+idle)/DefaultInterval))
 	if len(releasedAt) == 0 {
 		t.Fatal("never released after the work")
 	}
@@ -287,18 +281,7 @@ func TestDefaultsWaitOutChangesSecondsApart(t *testing.T) {
 		releasedAt = append(releasedAt, now)
 		after = true
 	}
-	ticks := make(chan time.Time)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		RunWith(ctx, ticks, DefaultPolicy, read, release, nil)
-	}()
-	for range (busy + idle) / DefaultInterval {
-		ticks <- time.Time{}
-	}
-	cancel()
-	<-done
+	drive(DefaultPolicy, read, release, nil, int((busy+idle)/DefaultInterval))
 	for _, at := range releasedAt {
 		if at <= busy {
 			t.Errorf("released at %s, between two changes %s apart (released at %v)", at, every, releasedAt)

@@ -3,6 +3,7 @@ package request
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,10 +12,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	kickv1alpha1 "github.com/kick-operator/kick/api/v1alpha1"
 	"github.com/kick-operator/kick/restart/discovery"
+	"github.com/kick-operator/kick/restart/evidence"
+	"github.com/kick-operator/kick/restart/freshness"
 	"github.com/kick-operator/kick/restart/workload"
 	"github.com/kick-operator/kick/sinks/rollup"
 )
@@ -149,5 +153,71 @@ func TestConsumersReadingOnlyUntouchedKeys(t *testing.T) {
 	}
 	if got := list(policy, nil); !slices.Equal(got, want) {
 		t.Errorf("without a KeyNamer: %v, want %v", got, want)
+	}
+}
+
+// TestRestartUnrecordedTrustsOnlyACarriedNote plays the workload's owner
+// writing restarted-for notes by hand. A consumer counts as KICK's restart
+// still to be recorded only when its note names the stamp it carries, for
+// this change or a later one, and no request names that stamp: an edited,
+// stale or malformed note counts for nothing. A tenant who forges both the
+// note and the stamp on its own workload only keeps its own namespace's
+// roll-up open, as a consumer still to restart, until the policy's maxWait
+// (TestRollUpWaitsForConsumersStillToRestart in package sinks); no restart
+// depends on this answer.
+func TestRestartUnrecordedTrustsOnlyACarriedNote(t *testing.T) {
+	changedAt := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+	stamp := changedAt.Add(2 * time.Millisecond)
+	note := func(s string, change time.Time) string {
+		return evidence.Note{Stamp: s, Change: change}.String()
+	}
+	deploy := func(carried time.Time, annotation string) *appsv1.Deployment {
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", Annotations: map[string]string{}}}
+		if annotation != "" {
+			d.Annotations[kickv1alpha1.RestartedForAnnotation] = annotation
+		}
+		if !carried.IsZero() {
+			d.Spec.Template.Annotations = map[string]string{freshness.RestartedAtAnnotation: freshness.FormatStamp(carried)}
+		}
+		return d
+	}
+	recorded := &kickv1alpha1.KickRequest{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "deployment-web",
+			Annotations: map[string]string{kickv1alpha1.RestartAnnotation: freshness.FormatStamp(stamp)}},
+		Spec: kickv1alpha1.KickRequestSpec{TargetRef: kickv1alpha1.TargetRef{Kind: kickv1alpha1.TargetDeployment, Name: "web"}},
+	}
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = kickv1alpha1.AddToScheme(scheme)
+	for _, tc := range []struct {
+		name     string
+		w        *appsv1.Deployment
+		requests []client.Object
+		want     bool
+	}{
+		{"KICK's restart for the change, its request not written yet", deploy(stamp, note(freshness.FormatStamp(stamp), changedAt)), nil, true},
+		{"its request is written", deploy(stamp, note(freshness.FormatStamp(stamp), changedAt)), []client.Object{recorded}, false},
+		{"the note names a stamp the workload no longer carries", deploy(stamp.Add(time.Minute), note(freshness.FormatStamp(stamp), changedAt)), nil, false},
+		{"the note names a stamp the workload never carried", deploy(stamp, note(freshness.FormatStamp(stamp.Add(-time.Hour)), changedAt)), nil, false},
+		{"the note answers an earlier change", deploy(stamp, note(freshness.FormatStamp(stamp), changedAt.Add(-time.Second))), nil, false},
+		{"no stamp at all", deploy(time.Time{}, note(freshness.FormatStamp(stamp), changedAt)), nil, false},
+		{"not a note", deploy(stamp, "restarted; trust me"), nil, false},
+		{"an oversized note", deploy(stamp, note(freshness.FormatStamp(stamp), changedAt)+strings.Repeat(",Secret/x@1", 500)), nil, false},
+		{"no note", deploy(stamp, ""), nil, false},
+		{"note and stamp forged together, for a change in the future", deploy(stamp, note(freshness.FormatStamp(stamp), changedAt.Add(24*time.Hour))), nil, true},
+	} {
+		c := fake.NewClientBuilder().WithScheme(scheme).
+			WithIndex(&kickv1alpha1.KickRequest{}, TargetIndex, func(obj client.Object) []string {
+				kr := obj.(*kickv1alpha1.KickRequest)
+				return []string{workload.TargetKey(kr.Spec.TargetRef.Kind, kr.Spec.TargetRef.Name)}
+			}).
+			WithObjects(tc.requests...).Build()
+		got, err := restartUnrecorded(context.Background(), c, workload.Builtin(), tc.w, changedAt)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got != tc.want {
+			t.Errorf("%s: restartUnrecorded = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
